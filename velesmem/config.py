@@ -1,0 +1,175 @@
+"""Every ``VELESDB_MEMORY_*`` setting, parsed and validated once, then immutable.
+
+``SETTINGS`` is the one table that drives ``Settings.from_env``, the CLI's ``--help`` epilog and
+the settings docs: name, default, type and help live together.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable
+
+from velesmem import limits
+from velesmem.errors import Internal
+
+ENV_PREFIX = "VELESDB_MEMORY_"
+TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
+
+RECALL_MODES = ("hybrid", "vector")
+
+
+def _home() -> Path:
+    return Path(os.path.expanduser("~"))
+
+
+def _parse_bool(name: str, raw: str) -> bool:
+    low = raw.strip().lower()
+    if low in TRUE_WORDS:
+        return True
+    if low in FALSE_WORDS:
+        return False
+    raise Internal(f"{name}={raw!r} is not a boolean: use 1/0, true/false, yes/no or on/off")
+
+
+def _parse_positive_int(name: str, raw: str) -> int:
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise Internal(f"{name}={raw!r} is not an integer") from None
+    if value <= 0:
+        raise Internal(f"{name}={raw!r} must be a positive integer")
+    return value
+
+
+def _parse_path(name: str, raw: str) -> Path:
+    if not raw.strip():
+        raise Internal(f"{name} is set but empty: unset it or give a directory")
+    return Path(os.path.expanduser(raw.strip()))
+
+
+def _parse_str(name: str, raw: str) -> str:
+    return raw.strip()
+
+
+def _parse_recall_mode(name: str, raw: str) -> str:
+    mode = raw.strip().lower()
+    if mode not in RECALL_MODES:
+        raise Internal(f"{name}={raw!r}: expected one of {', '.join(RECALL_MODES)}")
+    return mode
+
+
+def _parse_roots(name: str, raw: str) -> tuple[str, ...]:
+    return tuple(part for part in raw.split(os.pathsep) if part.strip())
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One environment setting: its attribute, env suffix, parser, default and help."""
+
+    attr: str
+    env: str
+    parse: Callable[[str, str], Any]
+    default: Callable[[], Any]
+    help: str
+
+    @property
+    def env_name(self) -> str:
+        return ENV_PREFIX + self.env
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("path", "PATH", _parse_path, lambda: _home() / ".velesdb-memory",
+            "Store directory (SQLite + FAISS index). Default ~/.velesdb-memory."),
+    Setting("embedder", "EMBEDDER", _parse_str, lambda: "hash",
+            "Embedding backend. Default 'hash' (offline, deterministic)."),
+    Setting("default_ttl", "DEFAULT_TTL", _parse_positive_int, lambda: None,
+            "Default expiry in seconds for facts remembered without ttl_seconds. Unset: permanent."),
+    Setting("recall_mode", "RECALL_MODE", _parse_recall_mode, lambda: "hybrid",
+            "Ranking for recall: 'hybrid' (BM25 + vector, default) or 'vector' (vector only)."),
+    Setting("http", "HTTP", _parse_bool, lambda: False,
+            "Serve MCP over streamable HTTPS instead of stdio (same as --http)."),
+    Setting("http_bind", "HTTP_BIND", _parse_str,
+            lambda: f"{limits.DEFAULT_HTTP_HOST}:{limits.DEFAULT_HTTP_PORT}",
+            "Daemon bind address host:port. Default 127.0.0.1:18090."),
+    Setting("http_insecure", "HTTP_INSECURE", _parse_bool, lambda: False,
+            "Serve plain HTTP instead of HTTPS (loud warning). For debugging only."),
+    Setting("http_allow_remote", "HTTP_ALLOW_REMOTE", _parse_bool, lambda: False,
+            "Allow a non-loopback bind. Only behind an authenticating proxy."),
+    Setting("http_max_body_bytes", "HTTP_MAX_BODY_BYTES", _parse_positive_int,
+            lambda: limits.DEFAULT_HTTP_MAX_BODY_BYTES,
+            "Largest /mcp request body in bytes; larger is refused with 413."),
+    Setting("http_max_sessions", "HTTP_MAX_SESSIONS", _parse_positive_int,
+            lambda: limits.DEFAULT_HTTP_MAX_SESSIONS,
+            "Most concurrent MCP sessions. Default 64; idle sessions expire."),
+    Setting("tls_dir", "TLS_DIR", _parse_path, lambda: _home() / ".velesdb-memory-tls",
+            "Directory of the local CA and leaf certificate. Default ~/.velesdb-memory-tls."),
+    Setting("ingest_roots", "INGEST_ROOTS", _parse_roots, lambda: (),
+            "Directories compile_context may read path fragments from (os.pathsep-separated)."),
+    Setting("ollama_url", "OLLAMA_URL", _parse_str, lambda: "http://localhost:11434",
+            "Ollama server for the 'ollama' embedder."),
+    Setting("ollama_model", "OLLAMA_MODEL", _parse_str, lambda: "all-minilm",
+            "Ollama embedding model for the 'ollama' embedder."),
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The daemon's configuration, read once from the environment."""
+
+    path: Path = field(default_factory=lambda: _home() / ".velesdb-memory")
+    embedder: str = "hash"
+    default_ttl: int | None = None
+    recall_mode: str = "hybrid"
+    http: bool = False
+    http_bind: str = f"{limits.DEFAULT_HTTP_HOST}:{limits.DEFAULT_HTTP_PORT}"
+    http_insecure: bool = False
+    http_allow_remote: bool = False
+    http_max_body_bytes: int = limits.DEFAULT_HTTP_MAX_BODY_BYTES
+    http_max_sessions: int = limits.DEFAULT_HTTP_MAX_SESSIONS
+    tls_dir: Path = field(default_factory=lambda: _home() / ".velesdb-memory-tls")
+    ingest_roots: tuple[str, ...] = ()
+    ollama_url: str = "http://localhost:11434"
+    ollama_model: str = "all-minilm"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Parse every setting from ``environ`` (default ``os.environ``); raise Internal on a bad one."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for setting in SETTINGS:
+            raw = env.get(setting.env_name)
+            values[setting.attr] = (
+                setting.default() if raw is None else setting.parse(setting.env_name, raw)
+            )
+        return cls(**values)
+
+    def with_overrides(self, **changes: Any) -> Settings:
+        """A copy with some fields replaced (CLI flags win over the environment)."""
+        return replace(self, **changes)
+
+    @property
+    def http_host(self) -> str:
+        host, _, _ = self.http_bind.rpartition(":")
+        return host.strip("[]") or limits.DEFAULT_HTTP_HOST
+
+    @property
+    def http_port(self) -> int:
+        _, _, port = self.http_bind.rpartition(":")
+        try:
+            return int(port)
+        except ValueError:
+            raise Internal(
+                f"{ENV_PREFIX}HTTP_BIND={self.http_bind!r} must be host:port, e.g. 127.0.0.1:18090"
+            ) from None
+
+
+def settings_help() -> str:
+    """The environment section of ``--help``: every setting with its help text."""
+    width = max(len(s.env_name) for s in SETTINGS)
+    lines = ["environment:"]
+    lines += [f"  {s.env_name.ljust(width)}  {s.help}" for s in SETTINGS]
+    return "\n".join(lines)

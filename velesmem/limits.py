@@ -1,0 +1,60 @@
+"""Every cap from the contract, named as the contract names it. No stray literals elsewhere."""
+
+from __future__ import annotations
+
+KIB = 1024
+MIB = 1024 * KIB
+
+# --- memory tools -------------------------------------------------------------------------
+MAX_EMBEDDABLE_TEXT_BYTES = 2048  # one fact given to remember
+MAX_FACT_BYTES = 1 * MIB  # remember_extracted text, stored compiler sources
+MAX_METADATA_BYTES = 64 * KIB  # serialized metadata of a fact or a fragment
+MAX_RECALL_LIMIT = 1000  # k cap for recall / recall_where / recall_fused
+DEFAULT_RECALL_K = 10
+DEFAULT_FUSED_HOPS = 2
+MAX_FUSED_HOPS = 10
+DEFAULT_GRAPH_BOOST = 0.15
+MIN_FUSED_POOL = 64  # pool default = max(k * FUSED_POOL_FACTOR, MIN_FUSED_POOL)
+FUSED_POOL_FACTOR = 8
+MAX_FUSED_POOL = 1000
+MAX_RELATION_BYTES = 512
+MAX_LINKS_PER_FACT = 64  # links given to one remember call
+DEFAULT_WHY_HOPS = 2
+MAX_WHY_HOPS = 10
+MAX_WHY_NODE_DEGREE = 64
+MAX_WHY_NODES = 500
+MAX_WHY_EDGES = 2000
+DEFAULT_LIST_LIMIT = 50
+MAX_LIST_LIMIT = 1000
+MAX_FIELD_NAME_BYTES = 256
+MAX_FILTERS = 64  # predicates in one recall_where
+MAX_QUERY_BYTES = 64 * KIB
+
+# --- learned confidence -------------------------------------------------------------------
+DEFAULT_CONFIDENCE = 0.5
+FEEDBACK_SUCCESS_STEP = 0.1
+FEEDBACK_FAILURE_STEP = 0.05
+
+# --- context compiler ---------------------------------------------------------------------
+MAX_FRAGMENTS = 1024
+MAX_TOKEN_BUDGET = 10_000_000
+MAX_MEDIA_B64_BYTES = 4 * MIB  # one fragment's base64 media
+MAX_REQUEST_MEDIA_B64_BYTES = 64 * MIB  # all media of one compile request, together
+MAX_INGEST_FILE_BYTES = 1 * MIB
+MAX_INGEST_REQUEST_BYTES = 64 * MIB
+MAX_INGEST_FILES = 64
+MAX_TRANSCRIPT_BYTES = 8 * MIB
+DEFAULT_MIN_SEGMENT_BYTES = 256
+MAX_WORKING_CONTEXT_BYTES = 1 * MIB
+
+# --- HTTP daemon --------------------------------------------------------------------------
+DEFAULT_HTTP_HOST = "127.0.0.1"
+DEFAULT_HTTP_PORT = 18090
+DEFAULT_HTTP_MAX_SESSIONS = 64
+# The largest legal request is a compile_context whose fragments carry the per-request media
+# cap, plus their text and the JSON-RPC envelope. Anything larger cannot be a valid call and is
+# refused with 413 before it is buffered.
+DEFAULT_HTTP_MAX_BODY_BYTES = MAX_REQUEST_MEDIA_B64_BYTES + 16 * MIB
+HTTP_SESSION_IDLE_SECONDS = 30 * 60
+LEAF_CERT_DAYS = 30
+CA_CERT_YEARS = 10

@@ -1,0 +1,61 @@
+"""Helpers shared by the benchmarks: machine description, percentiles, JSON results."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def machine() -> str:
+    """One line naming the machine a figure was measured on."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}"
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0–100) by nearest rank; values need not be sorted."""
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    rank = max(0, min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1))))
+    return ordered[rank]
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def write_results(name: str, payload: dict[str, Any]) -> Path:
+    """Write a benchmark's figures as JSON under bench/results/ and return the path."""
+    RESULTS_DIR.mkdir(exist_ok=True)
+    path = RESULTS_DIR / f"{name}.json"
+    payload = {"command": " ".join([Path(sys.executable).name, *sys.argv]), "machine": machine(),
+               **payload}
+    path.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+def print_table(headers: list[str], rows: list[list[Any]]) -> None:
+    """Print a Markdown table, so figures paste straight into notes."""
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h)
+              for i, h in enumerate(headers)]
+    print("| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths)) + " |")
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for row in cells:
+        print("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |")

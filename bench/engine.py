@@ -1,0 +1,156 @@
+"""Engine throughput and latency with the hash embedder, against an exact baseline.
+
+Prints, for each corpus size (default 10k and 100k facts):
+- remember throughput (facts/s) from 1 caller and from 8 concurrent callers;
+- recall latency p50/p99 (one query at a time) in vector mode and in hybrid mode;
+- the same for a brute-force baseline (numpy exact cosine over every vector, same run);
+- recall@10 of the engine's vector ranking against the exact top 10.
+
+Targets (issue 2): recall p50 ≤ 2 ms at 100k with recall@10 ≥ 0.95; remember ≥ 1,000 facts/s
+from 8 concurrent callers.
+
+Run: python3 bench/engine.py [--sizes 10000 100000] [--queries 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+from _common import machine, median, percentile, print_table, write_results
+
+from velesmem.config import Settings
+from velesmem.memory.service import MemoryService
+
+SEED = 20261130
+TOPICS = 400  # facts cluster around topics, as real notes do; pure noise makes ANN meaningless
+WORDS_PER_TOPIC = 12
+VOCAB = 6000
+
+
+def make_corpus(n: int, rng: random.Random) -> list[str]:
+    """n distinct facts: a topic's words mixed with common words, plus a serial number."""
+    vocab = [f"w{i}" for i in range(VOCAB)]
+    topics = [rng.sample(vocab, WORDS_PER_TOPIC) for _ in range(TOPICS)]
+    facts = []
+    for i in range(n):
+        topic = topics[rng.randrange(TOPICS)]
+        words = rng.sample(topic, 5) + rng.sample(vocab, 3)
+        facts.append(" ".join(words) + f" note {i}")
+    return facts
+
+
+def make_queries(count: int, facts: list[str], rng: random.Random) -> list[str]:
+    return [" ".join(rng.sample(rng.choice(facts).split()[:8], 4)) for _ in range(count)]
+
+
+def remember_all(svc: MemoryService, facts: list[str], callers: int) -> float:
+    """Remember facts from `callers` threads; return facts per second."""
+    chunks = [facts[i::callers] for i in range(callers)]
+    errors: list[BaseException] = []
+
+    def work(chunk: list[str]) -> None:
+        try:
+            for fact in chunk:
+                svc.remember(fact)
+        except BaseException as exc:  # surfaced after join
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(c,)) for c in chunks]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - start
+    if errors:
+        raise errors[0]
+    return len(facts) / elapsed
+
+
+def time_calls(fn, queries: list[str]) -> list[float]:
+    out = []
+    for q in queries:
+        start = time.perf_counter()
+        fn(q)
+        out.append((time.perf_counter() - start) * 1000)
+    return out
+
+
+def bench_size(n: int, queries_count: int, rng: random.Random) -> dict:
+    facts = make_corpus(n, rng)
+    queries = make_queries(queries_count, facts, rng)
+    single_n = min(2000, n // 5)
+    row: dict = {"facts": n}
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = Settings(path=Path(tmp), recall_mode="vector")
+        with MemoryService.open(Path(tmp), settings=settings) as svc:
+            row["remember_1_caller_per_s"] = remember_all(svc, facts[:single_n], 1)
+            row["remember_8_callers_per_s"] = remember_all(svc, facts[single_n:], 8)
+            embedder = svc.embedder
+            matrix = np.vstack([embedder.embed(facts[i:i + 4096]) for i in range(0, n, 4096)])
+            qvecs = embedder.embed(queries)
+            for q in queries[:20]:  # warm caches and the index
+                svc.recall(q, k=10)
+            vector_ms = time_calls(lambda q: svc.recall(q, k=10), queries)
+
+            def exact(q: str) -> np.ndarray:
+                sims = matrix @ embedder.embed([q])[0]
+                return np.argpartition(-sims, 10)[:10]
+
+            exact_ms = time_calls(exact, queries)
+            hits = 0
+            for q, qv in zip(queries, qvecs):
+                sims = matrix @ qv
+                top = np.argsort(-sims, kind="stable")[:10]
+                threshold = sims[top[-1]]
+                # ties at the 10th similarity are all acceptable answers
+                acceptable = {facts[i] for i in np.nonzero(sims >= threshold - 1e-6)[0]}
+                got = [m.content for m in svc.recall(q, k=10).memories]
+                hits += sum(1 for c in got if c in acceptable)
+            row["recall_at_10"] = hits / (10 * len(queries))
+        hybrid = Settings(path=Path(tmp), recall_mode="hybrid")
+        with MemoryService.open(Path(tmp), settings=hybrid) as svc:
+            for q in queries[:20]:
+                svc.recall(q, k=10)
+            hybrid_ms = time_calls(lambda q: svc.recall(q, k=10), queries)
+    row.update({
+        "vector_p50_ms": median(vector_ms), "vector_p99_ms": percentile(vector_ms, 99),
+        "hybrid_p50_ms": median(hybrid_ms), "hybrid_p99_ms": percentile(hybrid_ms, 99),
+        "exact_p50_ms": median(exact_ms), "exact_p99_ms": percentile(exact_ms, 99),
+    })
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--queries", type=int, default=300)
+    args = parser.parse_args()
+    rng = random.Random(SEED)
+    rows = []
+    for n in args.sizes:
+        print(f"… {n} facts", flush=True)
+        rows.append(bench_size(n, args.queries, rng))
+    print_table(
+        ["facts", "remember 1 caller/s", "remember 8 callers/s", "recall vector p50/p99 ms",
+         "recall hybrid p50/p99 ms", "exact baseline p50/p99 ms", "p50 ratio exact/vector",
+         "recall@10 vs exact"],
+        [[r["facts"], f"{r['remember_1_caller_per_s']:.0f}", f"{r['remember_8_callers_per_s']:.0f}",
+          f"{r['vector_p50_ms']:.2f} / {r['vector_p99_ms']:.2f}",
+          f"{r['hybrid_p50_ms']:.2f} / {r['hybrid_p99_ms']:.2f}",
+          f"{r['exact_p50_ms']:.2f} / {r['exact_p99_ms']:.2f}",
+          f"{r['exact_p50_ms'] / r['vector_p50_ms']:.1f}x", f"{r['recall_at_10']:.3f}"]
+         for r in rows])
+    print(f"\nreproduce: python3 bench/engine.py --sizes {' '.join(map(str, args.sizes))} "
+          f"--queries {args.queries}\nmachine: {machine()}")
+    print(f"results: {write_results('engine', {'rows': rows})}")
+
+
+if __name__ == "__main__":
+    main()

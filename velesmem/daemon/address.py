@@ -1,0 +1,68 @@
+"""The daemon's address: loopback-only bind policy, and the URLs clients use to reach it."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from velesmem.config import ENV_PREFIX, Settings
+from velesmem.errors import Internal
+
+MCP_PATH = "/mcp"
+HEALTH_PATH = "/health"
+
+
+@dataclass(frozen=True)
+class DaemonAddress:
+    """Where the daemon binds, and how a local client reaches it."""
+
+    bind_host: str
+    port: int
+    scheme: str  # "https", or "http" with --http-insecure
+
+    @property
+    def connect_host(self) -> str:
+        """A host a local client can dial: loopback when bound to a wildcard."""
+        if self.bind_host in ("0.0.0.0", "", "*"):
+            return "127.0.0.1"
+        if self.bind_host == "::":
+            return "::1"
+        return self.bind_host
+
+    def url(self, path: str = MCP_PATH) -> str:
+        host = self.connect_host
+        if ":" in host:
+            host = f"[{host}]"
+        return f"{self.scheme}://{host}:{self.port}{path}"
+
+
+def is_loopback(host: str) -> bool:
+    """True for localhost and any loopback IP literal."""
+    host = host.strip().strip("[]").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def daemon_address(settings: Settings) -> DaemonAddress:
+    """The configured address (parsing VELESDB_MEMORY_HTTP_BIND; bad values raise Internal)."""
+    port = settings.http_port
+    if not 0 < port < 65536:
+        raise Internal(f"{ENV_PREFIX}HTTP_BIND / --http-port: port {port} is out of range 1-65535")
+    return DaemonAddress(settings.http_host, port, "http" if settings.http_insecure else "https")
+
+
+def check_bind_allowed(settings: Settings) -> DaemonAddress:
+    """Refuse a non-loopback bind unless VELESDB_MEMORY_HTTP_ALLOW_REMOTE is set."""
+    address = daemon_address(settings)
+    if not is_loopback(address.bind_host) and not settings.http_allow_remote:
+        raise Internal(
+            f"refusing to bind {address.bind_host}:{address.port}: the daemon has no authentication, "
+            f"so it only listens on loopback (127.0.0.1, ::1, localhost). Set "
+            f"{ENV_PREFIX}HTTP_BIND=127.0.0.1:{address.port}, or — only behind an authenticating "
+            f"reverse proxy — {ENV_PREFIX}HTTP_ALLOW_REMOTE=1"
+        )
+    return address

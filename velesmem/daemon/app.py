@@ -1,0 +1,99 @@
+"""The daemon's ASGI app: ``GET /health`` and the streamable-HTTP MCP endpoint at ``/mcp``, behind
+the guards.
+
+FastMCP's app is mounted at ``/`` (mounting at ``/mcp`` would redirect to ``/mcp/``) and its
+lifespan is wrapped: the SDK session manager only exists inside it, and the session and body caps
+are attributes of that manager, set there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastmcp import FastMCP
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse
+from starlette.routing import Mount, Route
+
+from velesmem.config import Settings
+from velesmem.daemon.address import HEALTH_PATH, MCP_PATH, DaemonAddress, is_loopback
+from velesmem.daemon.guards import (
+    BodyLimit,
+    DrainGate,
+    DrainState,
+    HostOriginGuard,
+    SessionCap,
+    allowed_authorities,
+    allowed_origins,
+)
+
+
+@dataclass
+class McpHandle:
+    """Live handles on the MCP endpoint, for the guards and for shutdown."""
+
+    endpoint: Any  # fastmcp's StreamableHTTPASGIApp; its session_manager exists inside the lifespan
+    drain: DrainState = field(default_factory=DrainState)
+
+    def session_count(self) -> int:
+        manager = self.endpoint.session_manager
+        return 0 if manager is None else len(manager._server_instances)
+
+    async def terminate_sessions(self) -> None:
+        """End every session's transport (closes idle GET streams so shutdown need not wait)."""
+        manager = self.endpoint.session_manager
+        if manager is None:
+            return
+        for transport in list(manager._server_instances.values()):
+            try:
+                await transport.terminate()
+            except Exception:  # noqa: BLE001 — best effort while shutting down
+                pass
+
+
+async def _health(_request: Request) -> PlainTextResponse:
+    return PlainTextResponse("OK")
+
+
+def _find_endpoint(mcp_app: Starlette) -> Any:
+    for route in mcp_app.routes:
+        if isinstance(route, Route) and route.path == MCP_PATH:
+            return route.endpoint
+    raise RuntimeError(f"FastMCP app has no {MCP_PATH} route")
+
+
+def build_app(
+    server: FastMCP, settings: Settings, address: DaemonAddress, *, idle_timeout_s: float
+) -> tuple[Starlette, McpHandle]:
+    """The Starlette app serving ``/health`` and ``/mcp`` with every guard on."""
+    mcp_app = server.http_app(path=MCP_PATH, session_idle_timeout=idle_timeout_s)
+    handle = McpHandle(endpoint=_find_endpoint(mcp_app))
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with mcp_app.lifespan(app):
+            manager = handle.endpoint.session_manager
+            manager.max_sessions = settings.http_max_sessions
+            manager.max_request_body_size = settings.http_max_body_bytes
+            manager.asgi_app.max_body_size = settings.http_max_body_bytes
+            yield
+
+    extra_hosts = [] if is_loopback(address.bind_host) else [address.bind_host]
+    authorities = allowed_authorities(address.port, extra_hosts)
+    middleware = [
+        Middleware(HostOriginGuard, authorities=authorities,
+                   origins=allowed_origins(authorities, address.scheme)),
+        Middleware(DrainGate, state=handle.drain),
+        Middleware(BodyLimit, max_bytes=settings.http_max_body_bytes),
+        Middleware(SessionCap, max_sessions=settings.http_max_sessions, count=handle.session_count),
+    ]
+    routes = [
+        Route(HEALTH_PATH, _health, methods=["GET", "HEAD"]),
+        Mount("/", app=mcp_app),
+    ]
+    return Starlette(routes=routes, middleware=middleware, lifespan=lifespan), handle

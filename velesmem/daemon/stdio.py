@@ -1,0 +1,63 @@
+"""Serve MCP over stdio: open the store, or attach to the daemon that holds it; exit when the
+parent process dies (an orphaned stdio server would hold the store lock forever)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Callable
+
+from velesmem.config import Settings
+from velesmem.errors import StoreLocked
+
+WATCHDOG_INTERVAL_S = 1.0
+
+
+def start_orphan_watchdog(on_orphaned: Callable[[], None], interval_s: float = WATCHDOG_INTERVAL_S) -> None:
+    """Call ``on_orphaned`` once the parent process dies (we get re-parented), from a daemon thread."""
+    parent = os.getppid()
+    if parent <= 1:
+        return  # started by init/launchd directly: no parent to outlive
+
+    def watch() -> None:
+        stop = threading.Event()
+        while not stop.wait(interval_s):
+            if os.getppid() != parent:
+                on_orphaned()
+                return
+
+    threading.Thread(target=watch, name="velesmem-orphan-watchdog", daemon=True).start()
+
+
+def serve_stdio(settings: Settings) -> int:
+    """Serve MCP on stdin/stdout until stdin closes or the parent dies."""
+    from velesmem.memory.service import MemoryService
+
+    try:
+        memory = MemoryService.open(settings=settings)
+    except StoreLocked:
+        from velesmem.daemon.attach import daemon_answers, run_stdio_proxy
+
+        if not daemon_answers(settings):
+            raise
+        start_orphan_watchdog(lambda: os._exit(0))
+        return run_stdio_proxy(settings)
+
+    def orphaned() -> None:
+        print("[velesdb-memory] parent process exited; closing the store", file=sys.stderr, flush=True)
+        try:
+            memory.close()
+        finally:
+            os._exit(0)
+
+    start_orphan_watchdog(orphaned)
+    try:
+        from velesmem.mcp.app import AppContext
+        from velesmem.mcp.server import build_server
+
+        server = build_server(AppContext(memory=memory, settings=settings))
+        server.run(transport="stdio", show_banner=False)
+    finally:
+        memory.close()
+    return 0

@@ -1,0 +1,53 @@
+"""Build the FastMCP server: wire-level middleware first, then every discovered tool module."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from types import ModuleType
+
+from fastmcp import FastMCP
+
+from velesmem import __version__
+from velesmem.mcp import tools as tools_package
+from velesmem.mcp.aliases import AliasMiddleware
+from velesmem.mcp.app import AppContext
+from velesmem.mcp.errors import ErrorMappingMiddleware, quiet_expected_tool_errors
+
+SERVER_NAME = "velesdb-memory"
+
+INSTRUCTIONS = (
+    "Durable, explainable local memory. remember facts (with metadata and typed links), recall "
+    "them by meaning, and ask why to get the connected evidence subgraph. Ids are u64 and exceed "
+    "2^53: relay the *_str decimal-string twins, never a rounded number."
+)
+
+
+def tool_modules() -> list[ModuleType]:
+    """Every module of ``velesmem.mcp.tools`` that defines ``register``, in name order."""
+    modules = []
+    for info in sorted(pkgutil.iter_modules(tools_package.__path__), key=lambda i: i.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{tools_package.__name__}.{info.name}")
+        if callable(getattr(module, "register", None)):
+            modules.append(module)
+    return modules
+
+
+def build_server(app: AppContext) -> FastMCP:
+    """The one FastMCP server that stdio and HTTPS both serve, bound to ``app``'s services."""
+    mcp = FastMCP(
+        name=SERVER_NAME,
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        strict_input_validation=True,  # the wire types in velesmem.mcp.wire carry all leniency
+        mask_error_details=False,
+        on_duplicate="error",
+    )
+    mcp.add_middleware(ErrorMappingMiddleware())  # outermost: sees every failure, alias ones too
+    mcp.add_middleware(AliasMiddleware())
+    quiet_expected_tool_errors()
+    for module in tool_modules():
+        module.register(mcp, app)
+    return mcp

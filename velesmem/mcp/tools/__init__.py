@@ -1,0 +1,7 @@
+"""Tool modules: each defines ``register(mcp: FastMCP, app: AppContext) -> None``.
+
+``velesmem.mcp.server.build_server`` imports every module here (names starting with ``_`` are
+skipped) and calls its ``register``. Declare parameters with ``velesmem.mcp.wire`` types, return
+the ``to_dict()`` of a service result, and let service errors propagate: the error middleware maps
+them to JSON-RPC codes.
+"""

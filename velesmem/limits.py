@@ -29,6 +29,9 @@ MAX_LIST_LIMIT = 1000
 MAX_FIELD_NAME_BYTES = 256
 MAX_FILTERS = 64  # predicates in one recall_where
 MAX_QUERY_BYTES = 64 * KIB
+MAX_TTL_SECONDS = 100 * 366 * 24 * 3600  # ttl_seconds upper bound (~100 years)
+MAX_INTERNAL_BYTES = 16 * MIB  # content, and serialized metadata, of one internal fact
+MAX_SCAN_INTERNAL = 100_000  # limit of one scan_internal call
 
 # --- learned confidence -------------------------------------------------------------------
 DEFAULT_CONFIDENCE = 0.5
@@ -46,6 +49,10 @@ MAX_INGEST_FILES = 64
 MAX_TRANSCRIPT_BYTES = 8 * MIB
 DEFAULT_MIN_SEGMENT_BYTES = 256
 MAX_WORKING_CONTEXT_BYTES = 1 * MIB
+MAX_FRAGMENT_BYTES = 1 * MIB  # one fragment's (or transcript segment's) text
+MAX_SAVINGS_EVENTS = 10_000  # compilation events one context_savings sweep reads (then truncated)
+MAX_CONTEXT_NAME_BYTES = 1 * KIB  # a project or session name of the working-context tools
+MAX_OTHER_SESSIONS = 50  # other_sessions listed by load_working_context
 
 # --- HTTP daemon --------------------------------------------------------------------------
 DEFAULT_HTTP_HOST = "127.0.0.1"

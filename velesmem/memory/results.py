@@ -197,3 +197,18 @@ class StatusResult:
     def to_dict(self) -> dict[str, Any]:
         return {"embedder": self.embedder, "provenance": self.provenance,
                 "extraction": self.extraction, "memory": self.memory}
+
+
+@dataclass(frozen=True)
+class InternalFact:
+    """A piece of internal scaffolding (entity hub, compiler source, event, working context)."""
+
+    id: int
+    content: str
+    metadata: dict[str, Any]
+    kind: str
+    updated_at: float
+
+    @property
+    def id_str(self) -> str:
+        return str(self.id)

@@ -1,0 +1,162 @@
+"""Hybrid ranking: SQLite FTS5 BM25 fused with vector similarity, then the confidence blend.
+
+For a query q and a candidate fact f (docs/ranking.md has the why and the LoCoMo figures):
+
+    vec(f)   = (cos(q, f) + 1) / 2                      in [0, 1]
+    lex(f)   = bm25(q, f) / max over candidates bm25     in [0, 1]   (0 when no term matches)
+    fused(f) = w_vec * vec(f) + w_lex * lex(f)          w_lex = 1; w_vec = 1 for a semantic
+                                                          embedder, HASH_VECTOR_WEIGHT otherwise
+    key(f)   = fused(f) * (1 + 0.5 * (2 * confidence(f) - 1))
+
+Candidates: the vector side's top ``depth`` (exact or HNSW, restricted to the filter) unioned
+with BM25's top ``depth`` (FTS5, same filter), each candidate scored on both sides exactly. The
+BM25 query is the query's word tokens (FTS5 ``unicode61`` tokens, diacritics folded) minus
+English stopwords, OR-ed; with no term left the ranking is the vector one. In ``vector`` mode
+(``VELESDB_MEMORY_RECALL_MODE=vector``) key(f) = vec(f) * the same confidence factor, applied to
+the vector top-k only, as the reference does. The returned score is always the raw cosine.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from dataclasses import dataclass
+
+import numpy as np
+
+from velesmem.embed import Embedder
+from velesmem.ids import to_u64
+from velesmem.memory.filters import TRUE, Condition
+from velesmem.store import Store
+
+HASH_VECTOR_WEIGHT = 0.25
+LEX_WEIGHT = 1.0
+MIN_CANDIDATES = 32
+MAX_QUERY_TERMS = 32
+_FTS_TOKEN = re.compile(r"[^\W_]+")
+
+# English function words (the NLTK list plus contractions' fragments); docs/ranking.md.
+STOPWORDS = frozenset("""
+a about above after again against all am an and any are aren as at be because been before being
+below between both but by can couldn d did didn do does doesn doing don down during each few for
+from further had hadn has hasn have haven having he her here hers herself him himself his how i
+if in into is isn it its itself just ll m ma me mightn more most mustn my myself needn no nor not
+now o of off on once only or other our ours ourselves out over own re s same shan she should
+shouldn so some such t than that the their theirs them themselves then there these they this
+those through to too under until up ve very was wasn we were weren what when where which while
+who whom why will with won would wouldn y you your yours yourself yourselves also could get got
+did does let may might must shall would us
+""".split())
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One ranked fact: its int64 key, the rank key and the raw cosine similarity."""
+
+    id: int
+    key: float
+    cosine: float
+
+
+def fts_terms(query: str) -> list[str]:
+    """The BM25 terms of a query: lowercase FTS5 tokens, stopwords dropped, first occurrences."""
+    seen: dict[str, None] = {}
+    for tok in _FTS_TOKEN.findall(query.lower()):
+        if tok not in STOPWORDS:
+            seen.setdefault(tok, None)
+    return list(seen)[:MAX_QUERY_TERMS]
+
+
+def fts_match(terms: list[str]) -> str:
+    return " OR ".join(f'"{t}"' for t in terms)
+
+
+def confidence_factor(confidence: float) -> float:
+    return 1.0 + 0.5 * (2.0 * confidence - 1.0)
+
+
+class Ranker:
+    """Ranks user facts for a query under a filter, per the module docstring."""
+
+    def __init__(self, store: Store, embedder: Embedder, mode: str) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.mode = mode
+        self.vector_weight = 1.0 if embedder.semantic else HASH_VECTOR_WEIGHT
+
+    def rank(self, query: str, depth: int, cond: Condition, now: float) -> list[Ranked]:
+        """The best ``depth`` live user facts matching ``cond``, best first."""
+        index = self.store.index
+        assert index is not None
+        conn = self.store.reader()
+        qv = self.embedder.embed([query])[0]
+        allowed = None
+        if cond is not TRUE:
+            allowed = np.fromiter((r[0] for r in conn.execute(
+                f"SELECT id FROM facts WHERE kind IS NULL AND (expires_at IS NULL OR "
+                f"expires_at > ?) AND ({cond.sql})", (now, *cond.params))), dtype=np.int64)
+            if not len(allowed):
+                return []
+        if self.mode == "vector":
+            hits = index.search(qv, depth, allowed)
+            cos = dict(hits)
+            lex: dict[int, float] = {}
+        else:
+            hits = index.search(qv, max(depth, MIN_CANDIDATES), allowed)
+            cos = dict(hits)
+            lex = self._bm25(conn, query, max(depth, MIN_CANDIDATES), cond, list(cos))
+            missing = [i for i in lex if i not in cos]
+            if missing:
+                cos.update(index.similarities(qv, missing))
+                for i in missing:
+                    cos.setdefault(i, 0.0)
+        confidences = _confidences(conn, list(cos), now)
+        best = max(lex.values(), default=0.0)
+        out: list[Ranked] = []
+        for i, c in cos.items():
+            conf = confidences.get(i)
+            if conf is None:
+                continue  # gone since the search (forgotten, expired)
+            vec = (c + 1.0) / 2.0
+            if self.mode == "vector":
+                fused = vec
+            else:
+                fused = self.vector_weight * vec + LEX_WEIGHT * (lex.get(i, 0.0) / best if best > 0
+                                                                 else 0.0)
+            out.append(Ranked(i, fused * confidence_factor(conf), c))
+        out.sort(key=lambda r: (-r.key, to_u64(r.id)))
+        return out[:depth]
+
+    def _bm25(self, conn: sqlite3.Connection, query: str, depth: int, cond: Condition,
+              vector_ids: list[int]) -> dict[int, float]:
+        """BM25 (positive, higher is better) of the top ``depth`` matches and of the vector
+        candidates."""
+        terms = fts_terms(query)
+        if not terms:
+            return {}
+        match = fts_match(terms)
+        if cond is TRUE:
+            rows = conn.execute("SELECT rowid, -bm25(facts_fts) AS s FROM facts_fts WHERE "
+                                "facts_fts MATCH ? ORDER BY s DESC LIMIT ?", (match, depth))
+        else:
+            rows = conn.execute(
+                "SELECT facts_fts.rowid, -bm25(facts_fts) AS s FROM facts_fts JOIN facts "
+                f"ON facts.id = facts_fts.rowid WHERE facts_fts MATCH ? AND ({cond.sql}) "
+                "ORDER BY s DESC LIMIT ?", (match, *cond.params, depth))
+        scores = {int(i): float(s) for i, s in rows}
+        rest = [i for i in vector_ids if i not in scores]
+        if rest:
+            scores.update((int(i), float(s)) for i, s in conn.execute(
+                "SELECT rowid, -bm25(facts_fts) FROM facts_fts WHERE facts_fts MATCH ? AND "
+                "rowid IN (SELECT value FROM json_each(?))", (match, json.dumps(rest))))
+        return scores
+
+
+def _confidences(conn: sqlite3.Connection, ids: list[int], now: float) -> dict[int, float]:
+    """Confidence of each id still live and user-visible."""
+    if not ids:
+        return {}
+    return {int(i): float(c) for i, c in conn.execute(
+        "SELECT id, confidence FROM facts WHERE id IN (SELECT value FROM json_each(?)) AND "
+        "kind IS NULL AND (expires_at IS NULL OR expires_at > ?)", (json.dumps(ids), now))}

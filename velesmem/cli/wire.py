@@ -1,0 +1,54 @@
+"""``velesdb-memory wire``: point every MCP client at the daemon (or ``--uninstall`` our entries).
+
+Each config file is backed up as ``<file>.bak.<epoch>`` before a change, merged without touching
+other keys, written atomically; an unparsable file is left byte-identical and reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from velesmem.clients.catalog import CLIENTS
+from velesmem.service.options import add_daemon_options, add_summary_option, record
+
+
+def _client_names(raw: str) -> list[str]:
+    names = [part.strip() for part in raw.split(",") if part.strip()]
+    unknown = [n for n in names if n not in CLIENTS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown client {', '.join(unknown)}: one of {', '.join(CLIENTS)}")
+    return names
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("wire", help="point Claude Code/Desktop, Codex, Cursor, Windsurf "
+                                   "and Devin CLI at the daemon", description=__doc__)
+    add_daemon_options(parser, full=False)
+    parser.add_argument("--url", default=None, help="daemon URL (default https://127.0.0.1:<port>/mcp)")
+    parser.add_argument("--skip-client", action="append", type=_client_names, default=[],
+                        metavar="NAME", help=f"leave a client alone (repeatable): {', '.join(CLIENTS)}")
+    parser.add_argument("--uninstall", action="store_true", help="remove only our entry from each client")
+    add_summary_option(parser)
+    parser.set_defaults(handler=_wire)
+
+
+def _wire(args: argparse.Namespace) -> int:
+    from velesmem.clients import Host, WireRequest, wire_clients
+    from velesmem.service.options import ca_cert_path, port_and_tls
+
+    port, tls_dir = port_and_tls(args)
+    request = WireRequest(
+        url=args.url or f"https://127.0.0.1:{port}/mcp",
+        ca_cert=ca_cert_path(tls_dir),
+        skip=frozenset(name for group in args.skip_client for name in group),
+        uninstall=args.uninstall,
+    )
+    verb = "unwiring" if args.uninstall else "wiring"
+    print(f"{verb} clients {'from' if args.uninstall else 'to'} {request.url}")
+    outcomes = wire_clients(request, Host.current())
+    for outcome in outcomes:
+        print("  " + outcome.line())
+        detail = " ".join(filter(None, [outcome.action, outcome.path or "", outcome.detail,
+                                        f"backup {outcome.backup}" if outcome.backup else ""]))
+        record(args, outcome.summary_status(), f"client {outcome.client}", detail)
+    return 0 if all(o.ok for o in outcomes) else 1

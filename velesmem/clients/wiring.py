@@ -1,0 +1,208 @@
+"""Wire (or unwire) every client to the daemon's URL and report one Outcome per client.
+
+File-based clients are merged through ``velesmem.clients.files`` / ``tomlfile``; Claude Code and
+Codex go through their own CLIs when present; Claude Desktop gets the mcp-remote stdio bridge,
+written only after Node itself fetched ``/health`` with strict TLS.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from velesmem.clients import catalog, node
+from velesmem.clients.catalog import SERVER_NAME
+from velesmem.clients.files import ConfigRefused, get_json_entry, remove_json_entry, upsert_json_entry
+from velesmem.clients.host import Host
+from velesmem.clients.outcome import Outcome
+from velesmem.clients.tomlfile import get_toml_entry, remove_toml_entry, upsert_toml_entry
+
+CLI_TIMEOUT_S = 60.0
+INSECURE_ENV = "NODE_TLS_REJECT_UNAUTHORIZED"
+
+
+@dataclass(frozen=True)
+class WireRequest:
+    """What to wire: the daemon URL, its CA certificate, clients to leave alone, or uninstall."""
+
+    url: str
+    ca_cert: str
+    skip: frozenset[str] = field(default_factory=frozenset)
+    uninstall: bool = False
+
+    @property
+    def health_url(self) -> str:
+        base = self.url.rsplit("/mcp", 1)[0] if self.url.endswith("/mcp") else self.url.rstrip("/")
+        return base + "/health"
+
+
+def wire_clients(request: WireRequest, host: Host | None = None,
+                 clock: Callable[[], float] = time.time) -> list[Outcome]:
+    """One Outcome per known client, in ``catalog.CLIENTS`` order."""
+    host = host or Host.current()
+    outcomes = []
+    for name in catalog.CLIENTS:
+        if name in request.skip:
+            outcomes.append(Outcome(name, "skipped", "--skip-client"))
+            continue
+        try:
+            outcomes.append(_STEPS[name](request, host, clock))
+        except ConfigRefused as exc:
+            path = str(catalog.CONFIG_PATHS[name](host))
+            outcomes.append(Outcome(name, "refused", exc.message, path=path))
+    return outcomes
+
+
+def _file_outcome(name: str, path: Path, result: tuple[str, Path | None], detail: str = "") -> Outcome:
+    action, saved = result
+    return Outcome(name, action, detail, path=str(path), backup=str(saved) if saved else None)
+
+
+def _json_client(name: str) -> Callable[[WireRequest, Host, Callable[[], float]], Outcome]:
+    return lambda request, host, clock: _json_wire(catalog.JSON_CLIENTS[name], request, host, clock)
+
+
+def _json_wire(client: catalog.JsonClient, request: WireRequest, host: Host,
+               clock: Callable[[], float]) -> Outcome:
+    name = client.name
+    path = host.local(client.path(host))
+    if request.uninstall:
+        return _file_outcome(name, path, remove_json_entry(path, SERVER_NAME, clock=clock))
+    result = upsert_json_entry(path, SERVER_NAME, client.entry(request.url),
+                               envelope=client.envelope, clock=clock)
+    return _file_outcome(name, path, result)
+
+
+def _claude_desktop(request: WireRequest, host: Host, clock: Callable[[], float]) -> Outcome:
+    name = catalog.CLAUDE_DESKTOP
+    path = host.local(catalog.claude_desktop_config(host))
+    if request.uninstall:
+        return _file_outcome(name, path, remove_json_entry(path, SERVER_NAME, clock=clock))
+    if host.env.get(INSECURE_ENV) == "0":
+        return Outcome(name, "refused", f"{INSECURE_ENV}=0 is set, which turns TLS verification off; "
+                       f"unset it and re-run (the bridge verifies against the local CA instead)",
+                       path=str(path))
+    if not Path(request.ca_cert).is_file():
+        return Outcome(name, "failed", f"the daemon's CA {request.ca_cert} does not exist yet: start the "
+                       f"daemon once (it creates the CA), then re-run with --wire-only", path=str(path))
+    tools = node.find_node(host)
+    connector = (f"add it by hand instead: Claude Desktop → Settings → Connectors → Add custom "
+                 f"connector, paste {request.url} (needs the CA trusted: velesdb-memory trust-ca)")
+    if tools is None or not (tools.npx or tools.mcp_remote):
+        return Outcome(name, "skipped", "Node.js (node + npx) not found, so the mcp-remote bridge "
+                       f"cannot run — install Node and re-run with --wire-only, or {connector}",
+                       path=str(path))
+    problem = node.probe_health(host, tools, request.health_url, request.ca_cert)
+    if problem is not None:
+        return Outcome(name, "failed", f"Node could not fetch {request.health_url} with "
+                       f"NODE_EXTRA_CA_CERTS={request.ca_cert}: {problem}", path=str(path))
+    result = upsert_json_entry(path, SERVER_NAME, desktop_entry(host, tools, request))
+    return _file_outcome(name, path, result, "restart Claude Desktop fully (Quit, not close) to load it"
+                         if result[0] != "unchanged" else "")
+
+
+def desktop_entry(host: Host, tools: node.NodeTools, request: WireRequest) -> dict[str, Any]:
+    """The stdio entry Desktop spawns: mcp-remote over HTTPS, strict TLS via the local CA."""
+    tail = [request.url, "--transport", "http-only"]
+    if tools.mcp_remote:
+        command, args = tools.mcp_remote, tail
+    else:
+        assert tools.npx is not None
+        command, args = tools.npx, ["-y", "mcp-remote", *tail]
+    return {"command": command, "args": args, "env": node.bridge_env(host, tools, request.ca_cert)}
+
+
+def _run_cli(argv: list[str], host: Host) -> str | None:
+    """None on success, else the CLI's complaint."""
+    try:
+        done = subprocess.run(argv, env=dict(host.env), capture_output=True, text=True,
+                              timeout=CLI_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{' '.join(argv)}: {exc}"
+    if done.returncode != 0:
+        said = (done.stderr.strip() or done.stdout.strip())[-300:]
+        return f"`{' '.join(argv[1:])}` exited {done.returncode}: {said}"
+    return None
+
+
+def _via_cli(name: str, request: WireRequest, host: Host, cli: str | None, current: Any,
+             add: list[str], remove: list[str], path: Path, hint: str) -> Outcome:
+    """Add/remove our entry with the client's own CLI, skipping work the config shows is done."""
+    if request.uninstall:
+        if current is None:
+            return Outcome(name, "absent", path=str(path))
+        if cli is None:
+            return Outcome(name, "skipped", f"its CLI is not on PATH; remove by hand: {' '.join(remove)}")
+        problem = _run_cli([cli, *remove[1:]], host)
+        return Outcome(name, "failed", problem) if problem else Outcome(name, "removed", path=str(path))
+    if catalog.entry_url(current) == request.url:
+        return Outcome(name, "unchanged", path=str(path))
+    if cli is None:
+        return Outcome(name, "skipped", f"`{add[0]}` CLI not found on PATH; once installed run: "
+                       f"{' '.join(add)}")
+    if current is not None:
+        problem = _run_cli([cli, *remove[1:]], host)
+        if problem:
+            return Outcome(name, "failed", problem)
+    problem = _run_cli([cli, *add[1:]], host)
+    if problem:
+        return Outcome(name, "failed", problem)
+    return Outcome(name, "added" if current is None else "updated", hint, path=str(path))
+
+
+def _which(host: Host, name: str) -> str | None:
+    return shutil.which(name, path=host.env.get("PATH", ""))
+
+
+def _claude_code(request: WireRequest, host: Host, clock: Callable[[], float]) -> Outcome:
+    path = host.local(catalog.claude_code_config(host))
+    current = get_json_entry(path, SERVER_NAME)
+    add = ["claude", "mcp", "add", "--transport", "http", "--scope", "user", SERVER_NAME, request.url]
+    remove = ["claude", "mcp", "remove", "--scope", "user", SERVER_NAME]
+    hint = (f"Claude Code is a Node app: if it reports a certificate error, "
+            f"export NODE_EXTRA_CA_CERTS={request.ca_cert}")
+    return _via_cli(catalog.CLAUDE_CODE, request, host, _which(host, "claude"), current, add, remove,
+                    path, hint)
+
+
+def _codex(request: WireRequest, host: Host, clock: Callable[[], float]) -> Outcome:
+    name = catalog.CODEX
+    path = host.local(catalog.codex_config(host))
+    cli = _which(host, "codex")
+    current = get_toml_entry(path, SERVER_NAME)
+    if cli is None:  # no CLI: edit ~/.codex/config.toml ourselves, same rules as the JSON files
+        if request.uninstall:
+            return _file_outcome(name, path, remove_toml_entry(path, SERVER_NAME, clock=clock))
+        if catalog.entry_url(current) == request.url:
+            return Outcome(name, "unchanged", path=str(path))
+        return _file_outcome(name, path, upsert_toml_entry(path, SERVER_NAME, catalog.codex_entry(request.url),
+                                                           clock=clock))
+    add = ["codex", "mcp", "add", SERVER_NAME, "--url", request.url]
+    remove = ["codex", "mcp", "remove", SERVER_NAME]
+    return _via_cli(name, request, host, cli, current, add, remove, path, "")
+
+
+_STEPS: dict[str, Callable[[WireRequest, Host, Callable[[], float]], Outcome]] = {
+    catalog.CLAUDE_CODE: _claude_code,
+    catalog.CODEX: _codex,
+    catalog.CLAUDE_DESKTOP: _claude_desktop,
+    **{name: _json_client(name) for name in catalog.JSON_CLIENTS},
+}
+
+
+def wired_urls(host: Host, names: Iterable[str] = catalog.CLIENTS) -> dict[str, tuple[str | None, str, str | None]]:
+    """Per client: (URL its entry points at or None, config path, error reading it or None)."""
+    report: dict[str, tuple[str | None, str, str | None]] = {}
+    for name in names:
+        path = host.local(catalog.CONFIG_PATHS[name](host))
+        try:
+            entry = get_toml_entry(path, SERVER_NAME) if name == catalog.CODEX else get_json_entry(path, SERVER_NAME)
+            report[name] = (catalog.entry_url(entry), str(path), None)
+        except ConfigRefused as exc:
+            report[name] = (None, str(path), exc.message)
+    return report

@@ -1,0 +1,1 @@
+"""Autostart: run the daemon under launchd, a Scheduled Task, systemd --user, or detached."""

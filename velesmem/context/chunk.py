@@ -1,0 +1,63 @@
+"""Cut an item's packable text into chunks: paragraphs, with code fences and media atomic.
+
+Chunks split only at whole whitespace runs, so the estimator is exactly additive over them:
+the cost of ``text[:chunk.end]`` is the sum of the chunk costs up to it (each chunk carries the
+whitespace run before it).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+
+from velesmem.context.estimator import estimate_tokens
+from velesmem.context.items import Chunk, Item
+
+_WS_RUN = re.compile(r"\s+")
+_FENCE_LINE = re.compile(r"^[ \t]*```", re.MULTILINE)
+
+
+def media_piece(item: Item) -> str:
+    """The text standing for an inline image in the assembled content."""
+    assert item.media is not None
+    m = item.media
+    size = f" {m.width}x{m.height}" if m.width and m.height else ""
+    line = f"[image {m.mime}{size} {item.handle}]"
+    return f"{line}\n{item.text}" if item.text else line
+
+
+def packable_text(item: Item) -> str:
+    """What packing places in the content for this item."""
+    if item.media is not None:
+        return media_piece(item)
+    return item.packed_text if item.packed_text is not None else item.text
+
+
+def chunk_item(item: Item) -> None:
+    """Fill ``item.chunks``; media, ``kind: "code"`` and single paragraphs make one chunk."""
+    text = packable_text(item)
+    image = item.media.tokens if item.media is not None else 0
+    atomic = item.media is not None or item.kind == "code"
+    by_line = item.rule_id == "abstract.log_dedup"
+    cuts = [] if atomic else _cut_points(text, by_line)
+    bounds = [0] + [cut_start for cut_start, _ in cuts] + [len(text)]
+    chunks = [
+        Chunk(a, b, estimate_tokens(text[a:b])) for a, b in zip(bounds, bounds[1:])
+    ]  # each chunk after the first begins with the whole whitespace run that separates it
+    chunks[-1].tokens += image
+    item.chunks = chunks
+
+
+def _cut_points(text: str, by_line: bool) -> list[tuple[int, int]]:
+    fences = [m.start() for m in _FENCE_LINE.finditer(text)]
+    cuts: list[tuple[int, int]] = []
+    for m in _WS_RUN.finditer(text):
+        if m.start() == 0 or m.end() == len(text):
+            continue  # leading / trailing whitespace is not a break between chunks
+        newlines = m.group().count("\n")
+        if newlines < (1 if by_line else 2):
+            continue
+        if bisect.bisect_left(fences, m.start()) % 2 == 1:
+            continue  # inside an open code fence
+        cuts.append((m.start(), m.end()))
+    return cuts

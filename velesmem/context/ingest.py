@@ -1,0 +1,127 @@
+"""Path fragments: read a file off disk only from an allowlisted root, in the contract's order.
+
+Roots come from ``VELESDB_MEMORY_INGEST_ROOTS`` (``Settings.ingest_roots``) and are canonicalised
+once, when the server starts; a root that does not exist or is not a directory refuses to start.
+Every error names the path the caller asked for, never what a symlink resolved to.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from velesmem.errors import ContextOverLimit, IngestDisabled, IngestOutsideRoots, IngestPath, Internal
+from velesmem.limits import MAX_INGEST_FILE_BYTES, MAX_INGEST_FILES, MAX_INGEST_REQUEST_BYTES
+
+_PNG_MAGIC = b"\x89PNG"
+_JPEG_MAGIC = b"\xff\xd8\xff"
+
+
+@dataclass(frozen=True)
+class IngestRoots:
+    """The canonical allowlist. Empty means path ingestion is disabled."""
+
+    roots: tuple[Path, ...] = ()
+
+    @classmethod
+    def from_settings(cls, raw_roots: tuple[str, ...]) -> IngestRoots:
+        """Canonicalise each configured root; raise Internal (refuse to start) on a bad one."""
+        roots: list[Path] = []
+        for raw in raw_roots:
+            path = Path(os.path.expanduser(raw.strip()))
+            if not path.is_absolute():
+                raise Internal(f"VELESDB_MEMORY_INGEST_ROOTS entry {raw!r} must be an absolute path")
+            try:
+                canon = path.resolve(strict=True)
+            except (OSError, RuntimeError):
+                raise Internal(f"VELESDB_MEMORY_INGEST_ROOTS entry {raw!r} does not exist") from None
+            if not canon.is_dir():
+                raise Internal(f"VELESDB_MEMORY_INGEST_ROOTS entry {raw!r} is not a directory")
+            if canon not in roots:
+                roots.append(canon)
+        return cls(tuple(roots))
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.roots)
+
+
+@dataclass
+class IngestBudget:
+    """Running totals of one request: files read and bytes read, against the request caps."""
+
+    files: int = 0
+    bytes: int = 0
+    max_files: int = MAX_INGEST_FILES
+    max_bytes: int = MAX_INGEST_REQUEST_BYTES
+    _seen: list[str] = field(default_factory=list)
+
+
+def check_file_count(count: int) -> None:
+    """A request may reference at most MAX_INGEST_FILES path fragments."""
+    if count > MAX_INGEST_FILES:
+        raise ContextOverLimit(
+            f"{count} path fragments; a request may reference at most {MAX_INGEST_FILES} files "
+            "(MAX_INGEST_FILES)"
+        )
+
+
+def read_path(
+    roots: IngestRoots,
+    requested: str,
+    budget: IngestBudget,
+    *,
+    max_file_bytes: int = MAX_INGEST_FILE_BYTES,
+    where: str = "path",
+) -> str:
+    """The UTF-8 text of ``requested`` after the ordered checks (steps 2–6 of the contract)."""
+    if not roots.enabled:
+        raise IngestDisabled(
+            f"{where} {requested!r}: path ingestion is disabled; start the server with "
+            "VELESDB_MEMORY_INGEST_ROOTS set to the directories it may read"
+        )
+    if not os.path.isabs(requested):
+        raise IngestPath(f"{where} {requested!r} must be an absolute path")
+    try:
+        canon = Path(os.path.realpath(requested))
+    except (OSError, ValueError):
+        raise IngestPath(f"{where} {requested!r} cannot be resolved") from None
+    if not any(canon.is_relative_to(root) for root in roots.roots):
+        raise IngestOutsideRoots(
+            f"{where} {requested!r} is outside every VELESDB_MEMORY_INGEST_ROOTS directory"
+        )
+    try:
+        st = os.stat(canon)
+    except (OSError, ValueError):
+        raise IngestPath(f"{where} {requested!r} does not exist or cannot be read") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise IngestPath(f"{where} {requested!r} is not a regular file")
+    if st.st_size > max_file_bytes:
+        raise ContextOverLimit(
+            f"{where} {requested!r} is {st.st_size} bytes; the cap is {max_file_bytes} bytes per file"
+        )
+    try:
+        with open(canon, "rb") as fh:
+            data = fh.read(max_file_bytes + 1)
+    except OSError:
+        raise IngestPath(f"{where} {requested!r} cannot be read") from None
+    if len(data) > max_file_bytes:  # it grew after the metadata check
+        raise ContextOverLimit(f"{where} {requested!r} is over the {max_file_bytes}-byte cap per file")
+    budget.files += 1
+    budget.bytes += len(data)
+    if budget.files > budget.max_files:
+        check_file_count(budget.files)
+    if budget.bytes > budget.max_bytes:
+        raise ContextOverLimit(
+            f"path fragments total more than {budget.max_bytes} bytes (MAX_TOTAL_INGEST_BYTES) "
+            "in one request"
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        hint = ""
+        if data.startswith(_PNG_MAGIC) or data.startswith(_JPEG_MAGIC):
+            hint = " (it looks like a PNG/JPEG image: send it as a media fragment instead)"
+        raise IngestPath(f"{where} {requested!r} is not UTF-8 text{hint}") from None

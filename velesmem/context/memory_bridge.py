@@ -1,0 +1,76 @@
+"""``memory_scope``: pull relevant stored memories in, ranked by fused score + importance blend.
+
+score = fused_norm + confidence·(rl_confidence − 0.5)·2 + recency·recency_norm, re-ranking only the
+pool the fused recall already selected; recency is min-max normalised within the batch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from velesmem.context.estimator import estimate_tokens
+from velesmem.context.items import Item
+from velesmem.context.model import CompileRequest
+from velesmem.ids import fnv1a64
+from velesmem.limits import DEFAULT_CONFIDENCE
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def pull_memories(memory: Any, request: CompileRequest, start_order: int) -> list[Item]:
+    """Items for the memories a fused recall returns, best blended score first."""
+    scope = request.memory_scope
+    assert scope is not None
+    project = scope.project if scope.project is not None else request.project
+    result = memory.recall_fused(
+        request.query,
+        k=scope.k,
+        filter={"project": project} if project else None,
+        hops=scope.hops,
+        graph_boost=scope.graph_boost,
+    )
+    memories = list(result.memories)
+    if not memories:
+        return []
+    imp = request.policy.importance
+    top = max((m.score for m in memories), default=0.0)
+    recency_values: list[float | None] = [
+        _number(m.metadata.get(imp.recency_field)) if imp.recency_field else None for m in memories
+    ]
+    present = [v for v in recency_values if v is not None]
+    lo, hi = (min(present), max(present)) if present else (0.0, 0.0)
+    ranked = []
+    for pos, (m, rv) in enumerate(zip(memories, recency_values)):
+        fused = max(m.score, 0.0) / top if top > 0 else 0.0
+        confidence = getattr(m, "confidence", None)
+        confidence = DEFAULT_CONFIDENCE if confidence is None else float(confidence)
+        recency = (rv - lo) / (hi - lo) if rv is not None and hi > lo else 0.0
+        score = fused + imp.confidence * (confidence - 0.5) * 2 + imp.recency * recency
+        ranked.append((score, pos, m, fused, confidence, recency))
+    ranked.sort(key=lambda r: (-r[0], r[1]))
+    items = []
+    for offset, (score, _, m, fused, confidence, recency) in enumerate(ranked):
+        text = m.content
+        h = fnv1a64(text.encode("utf-8"))
+        items.append(
+            Item(
+                order=start_order + offset,
+                index=None,
+                fragment_id=h,
+                content_hash=h,
+                text=text,
+                kind="memory",
+                memory_id=m.id,
+                memory_reason=(
+                    f"pulled from memory {m.id} (fused {fused:.2f}, confidence {confidence:.2f}, "
+                    f"recency {recency:.2f})"
+                ),
+                relevance=round(min(1.0, max(0.0, score)), 4),
+                tokens=estimate_tokens(text),
+            )
+        )
+    return items

@@ -1,0 +1,39 @@
+"""Fixtures for the MCP-layer tests: a real MemoryService on a temp store, and the real server.
+
+Helpers (schema walking, sample arguments, probes) live in ``mcp_helpers.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastmcp import FastMCP
+
+from velesmem.config import Settings
+from velesmem.mcp.app import AppContext
+from velesmem.mcp.server import build_server
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Iterator[AppContext]:
+    """A real MemoryService (hash embedder, SQLite + FAISS) on a fresh temp store."""
+    from velesmem.memory.service import MemoryService
+
+    settings = Settings.from_env().with_overrides(path=tmp_path / "store")
+    memory = MemoryService.open(settings.path, settings=settings)
+    try:
+        yield AppContext(memory=memory, settings=settings)
+    finally:
+        memory.close()
+
+
+@pytest.fixture
+def server(app: AppContext) -> FastMCP:
+    return build_server(app)

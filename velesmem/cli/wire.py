@@ -48,7 +48,8 @@ def _wire(args: argparse.Namespace) -> int:
     outcomes = wire_clients(request, Host.current())
     for outcome in outcomes:
         print("  " + outcome.line())
-        detail = " ".join(filter(None, [outcome.action, outcome.path or "", outcome.detail,
+        action = "" if outcome.action == outcome.summary_status() else outcome.action
+        detail = " ".join(filter(None, [action, outcome.path or "", outcome.detail,
                                         f"backup {outcome.backup}" if outcome.backup else ""]))
         record(args, outcome.summary_status(), f"client {outcome.client}", detail)
     return 0 if all(o.ok for o in outcomes) else 1

@@ -41,4 +41,4 @@ class Outcome:
         """The installer summary's column: done, skipped or failed."""
         if not self.ok:
             return "failed"
-        return "skipped" if self.action in ("skipped", "absent") else "done"
+        return "skipped" if self.action in ("skipped", "absent", "unchanged") else "done"

@@ -171,6 +171,8 @@ class Background(Manager):
     """No service manager: a detached process (new session) with a pid file. No restart at login."""
 
     name = "background"
+    note = ("the daemon runs as a detached background process with a pid file: it is not restarted "
+            "on failure or at login — re-run the installer after a reboot")
 
     def files(self, spec: DaemonSpec) -> dict[Path, bytes]:
         return {self.host.local(layout.spec_file(self.host)): spec.to_json().encode("utf-8")}

@@ -1,0 +1,120 @@
+"""Helpers for the installer tests: a clean environment, free ports, a real daemon subprocess."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+INSTALLER = REPO / "installers" / "install-memory-daemon.sh"
+NODE_DIR = REPO / "tests" / "node"
+DEADLINE_S = 60.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def clean_env(home: Path, **extra: str) -> dict[str, str]:
+    """A minimal environment: this PATH (python, node, certutil), a temp HOME, nothing else of ours."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "TMPDIR": os.environ.get("TMPDIR", "/tmp"),
+        "npm_config_cache": str(home / ".npm-cache"),
+        "npm_config_update_notifier": "false",
+    }
+    env.update(extra)
+    return env
+
+
+def poll(condition, timeout: float = DEADLINE_S, what: str = "condition"):
+    """Return condition()'s first truthy value, or fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def health_ok(port: int, ca: Path) -> bool:
+    from velesmem.service.health import check_health
+
+    return check_health("127.0.0.1", port, str(ca)).ok
+
+
+@dataclass
+class RunningDaemon:
+    """A real ``velesdb-memory --http`` subprocess with its own store and TLS dir."""
+
+    root: Path
+    port: int
+    proc: subprocess.Popen
+
+    @property
+    def home(self) -> Path:
+        return self.root / "home"
+
+    @property
+    def tls_dir(self) -> Path:
+        return self.root / "tls"
+
+    @property
+    def ca(self) -> Path:
+        return self.tls_dir / "ca-cert.pem"
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def start_daemon(root: Path) -> RunningDaemon:
+    (root / "home").mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    env = clean_env(root / "home", VELESDB_MEMORY_PATH=str(root / "store"),
+                    VELESDB_MEMORY_TLS_DIR=str(root / "tls"))
+    log = open(root / "daemon.log", "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "velesmem", "--http", "--http-port", str(port)],
+                            env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    log.close()
+    daemon = RunningDaemon(root, port, proc)
+    try:
+        poll(lambda: proc.poll() is not None or health_ok(port, daemon.ca), what="the daemon's /health")
+    except AssertionError:
+        daemon.stop()
+        raise
+    if proc.poll() is not None:
+        raise AssertionError(f"the daemon exited {proc.returncode}: {(root / 'daemon.log').read_text()[-2000:]}")
+    return daemon
+
+
+def run_installer(home: Path, *args: str, timeout: float = 120.0, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run the .sh installer as a user would, against this interpreter (no venv, no pip)."""
+    full_env = clean_env(home, VELESMEM_INSTALL_PYTHON=sys.executable, VELESMEM_INSTALL_MANAGER="background")
+    full_env.update(env)
+    return subprocess.run(["bash", str(INSTALLER), *args], env=full_env, capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL, check=False)
+
+
+def require(tool: str) -> str:
+    """The tool's path; a missing tool fails the test loudly (CI installs it), never skips it."""
+    path = shutil.which(tool)
+    assert path is not None, f"{tool} is required by this test (CI installs it via .ci/run)"
+    return path

@@ -53,7 +53,9 @@ class Compilation:
 
 
 def stringify_ids(value: Any) -> Any:
-    """Every fragment_id / content_hash / memory_id / fragment_ids value as a decimal string."""
+    """Every fragment_id / content_hash / memory_id / fragment_ids value as a decimal string.
+
+    The ``*_str`` twins are already strings and stay as they are."""
     if isinstance(value, dict):
         out: dict[str, Any] = {}
         for key, v in value.items():
@@ -144,14 +146,17 @@ def _decision(item: Item) -> dict[str, Any]:
         reason = f"{item.memory_reason}; {reason}"
     out: dict[str, Any] = {
         "fragment_id": item.fragment_id,
+        "fragment_id_str": str(item.fragment_id),
         "fragment_index": item.index,
         "memory_id": item.memory_id,
+        "memory_id_str": None if item.memory_id is None else str(item.memory_id),
         "action": action,
         "rule_id": rule_id,
         "reason": reason,
         "relevance": item.relevance,
         "risk": risk,
         "content_hash": item.content_hash,
+        "content_hash_str": str(item.content_hash),
     }
     if handle is not None:
         out["handle"] = handle
@@ -179,7 +184,8 @@ def _assemble(
             if item.media is not None:
                 m = item.media
                 media_tokens += m.tokens
-                media.append({"fragment_id": item.fragment_id, "handle": item.handle, "mime": m.mime,
+                media.append({"fragment_id": item.fragment_id, "fragment_id_str": str(item.fragment_id),
+                              "handle": item.handle, "mime": m.mime,
                               "bytes_b64": m.bytes_b64, "width": m.width, "height": m.height,
                               "tokens": m.tokens})
         if section_pieces:
@@ -189,6 +195,7 @@ def _assemble(
                 "content": content,
                 "tokens": estimate_tokens(content) + sum(m["tokens"] for m in media),
                 "fragment_ids": ids,
+                "fragment_ids_str": [str(i) for i in ids],
             }
             if media:
                 section["media"] = media
@@ -216,16 +223,18 @@ def _assemble(
         src = by_hash.get(item.content_hash)
         if src is None:
             src = {"handle": item.handle, "content_hash": item.content_hash,
-                   "bytes": len(item.source_bytes), "tokens": item.tokens, "fragment_ids": []}
+                   "content_hash_str": str(item.content_hash), "bytes": len(item.source_bytes),
+                   "tokens": item.tokens, "fragment_ids": [], "fragment_ids_str": []}
             if item.media is not None:
                 src["mime"] = item.media.mime
             by_hash[item.content_hash] = src
             sources.append(src)
         if item.fragment_id not in src["fragment_ids"]:
             src["fragment_ids"].append(item.fragment_id)
+            src["fragment_ids_str"].append(str(item.fragment_id))
     handles = [
-        {"handle": d["handle"], "fragment_id": d["fragment_id"], "rule_id": d["rule_id"],
-         "tokens": item.tokens}
+        {"handle": d["handle"], "fragment_id": d["fragment_id"], "fragment_id_str": d["fragment_id_str"],
+         "rule_id": d["rule_id"], "tokens": item.tokens}
         for item, d in zip(items, decisions)
         if d["action"] in ("retrieve", "partial")
     ]

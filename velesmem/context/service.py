@@ -121,7 +121,8 @@ class ContextService:
         ids = {d["fragment_index"]: d["fragment_id"] for d in compilation.result["decisions"]}
         segments = [
             {"index": i, "turn": s.turn, "role": s.role, "kind": s.kind,
-             "byte_start": s.byte_start, "byte_end": s.byte_end, "fragment_id": ids[i]}
+             "byte_start": s.byte_start, "byte_end": s.byte_end, "fragment_id": ids[i],
+             "fragment_id_str": str(ids[i])}
             for i, s in enumerate(seg.segments)
         ]
         segmentation = {"format_detected": seg.format_detected, "segments": segments,

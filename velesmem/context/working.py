@@ -73,10 +73,14 @@ def normalize_working(value: object) -> dict[str, Any]:
             items = []
         if not isinstance(items, list):
             raise InvalidInput(f"working.{name} must be an array")
+        entries = []
         for i, item in enumerate(items):
-            if not isinstance(item, (str, Mapping)):
-                raise InvalidInput(f"working.{name}[{i}] must be a string or an object")
-        out[name] = _ids_to_strings(items, f"working.{name}")
+            if isinstance(item, str):
+                item = {"text": item}  # a bare string is shorthand for {"text": ...}
+            if not isinstance(item, Mapping):
+                raise InvalidInput(f"working.{name}[{i}] must be an object (or a string)")
+            entries.append(item)
+        out[name] = _ids_to_strings(entries, f"working.{name}")
     if not (out.get("goal") or "").strip() and not any(out[name] for name in LIST_FIELDS):
         raise InvalidInput("working is empty: give a goal or at least one entry to save")
     size = len(json.dumps(out, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))

@@ -6,28 +6,17 @@ daemon on the same store fails in well under a second with the lock message.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
-import signal
 import socket
 import sys
-import threading
-from collections.abc import Iterator
-
-import uvicorn
 
 from velesmem import limits
 from velesmem.config import Settings
 from velesmem.daemon.address import DaemonAddress, check_bind_allowed
-from velesmem.daemon.app import McpHandle, build_app
 from velesmem.daemon.tls import prepare_tls
 from velesmem.errors import Internal
 
 PREFIX = "[velesdb-memory]"
-DRAIN_TIMEOUT_S = 30.0  # longest wait for in-flight calls after SIGTERM/SIGINT
-GRACEFUL_CLOSE_S = 5.0  # then uvicorn's own wait for connections to close
-DRAIN_POLL_S = 0.02
 # Internal knob (tests use a short one); not a user setting.
 SESSION_IDLE_ENV = "VELESMEM_INTERNAL_SESSION_IDLE_SECONDS"
 
@@ -48,41 +37,6 @@ def session_idle_timeout() -> float:
     if not value > 0:
         raise Internal(f"{SESSION_IDLE_ENV}={raw!r} must be positive")
     return value
-
-
-class _DrainingServer(uvicorn.Server):
-    """uvicorn, but a signal first drains in-flight MCP calls, and is not re-raised afterwards
-    (so the caller still closes the store cleanly)."""
-
-    def __init__(self, config: uvicorn.Config, handle: McpHandle) -> None:
-        super().__init__(config)
-        self.handle = handle
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        originals = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            yield
-        finally:
-            for sig, handler in originals.items():
-                signal.signal(sig, handler)
-
-    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        for server in getattr(self, "servers", []):
-            server.close()
-        drain = self.handle.drain
-        drain.closing = True
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + DRAIN_TIMEOUT_S
-        if drain.in_flight:
-            _say(f"draining {drain.in_flight} in-flight call(s)…")
-        while drain.in_flight and loop.time() < deadline:
-            await asyncio.sleep(DRAIN_POLL_S)
-        await self.handle.terminate_sessions()
-        await super().shutdown(sockets)
 
 
 def _bind_socket(address: DaemonAddress) -> socket.socket:
@@ -127,33 +81,25 @@ def serve_http(settings: Settings) -> int:
     """Serve MCP over streamable HTTPS until SIGTERM/SIGINT; return the exit code."""
     address = check_bind_allowed(settings)
     idle_s = session_idle_timeout()
-    from velesmem.mcp.app import AppContext
-    from velesmem.mcp.server import build_server
     from velesmem.memory.service import MemoryService
 
+    # The lock first, before the slow imports: a second daemon on this store fails fast.
     memory = MemoryService.open(settings=settings)  # StoreLocked → the caller prints it, exit 1
     try:
         sock = _bind_socket(address)
-        tls = None if address.scheme == "http" else prepare_tls(settings.tls_dir)
-        server = build_server(AppContext(memory=memory, settings=settings))
-        app, handle = build_app(server, settings, address, idle_timeout_s=idle_s)
-        config = uvicorn.Config(
-            app,
-            lifespan="on",
-            log_level="warning",
-            access_log=False,
-            timeout_graceful_shutdown=GRACEFUL_CLOSE_S,
-            ssl_certfile=None if tls is None else str(tls.leaf_cert),
-            ssl_keyfile=None if tls is None else str(tls.leaf_key),
-        )
-        _startup_lines(address, settings)
-        runner = _DrainingServer(config, handle)
         try:
-            runner.run(sockets=[sock])
+            tls = None if address.scheme == "http" else prepare_tls(settings.tls_dir)
+            from velesmem.daemon.app import build_app
+            from velesmem.daemon.server import run_app
+            from velesmem.mcp.app import AppContext
+            from velesmem.mcp.server import build_server
+
+            server = build_server(AppContext(memory=memory, settings=settings))
+            app, handle = build_app(server, settings, address, idle_timeout_s=idle_s)
+            _startup_lines(address, settings)
+            run_app(app, handle, sock, tls)
         finally:
             sock.close()
-        if not runner.started:
-            raise Internal("the HTTP server failed to start (see the messages above)")
     finally:
         memory.close()
     _say("stopped; store closed")

@@ -14,9 +14,11 @@ from velesmem.errors import StoreLocked
 WATCHDOG_INTERVAL_S = 1.0
 
 
-def start_orphan_watchdog(on_orphaned: Callable[[], None], interval_s: float = WATCHDOG_INTERVAL_S) -> None:
-    """Call ``on_orphaned`` once the parent process dies (we get re-parented), from a daemon thread."""
-    parent = os.getppid()
+def start_orphan_watchdog(
+    on_orphaned: Callable[[], None], parent: int, interval_s: float = WATCHDOG_INTERVAL_S
+) -> None:
+    """Call ``on_orphaned`` once ``parent`` (our parent pid, read at startup) is gone and we have
+    been re-parented, from a daemon thread."""
     if parent <= 1:
         return  # started by init/launchd directly: no parent to outlive
 
@@ -32,6 +34,7 @@ def start_orphan_watchdog(on_orphaned: Callable[[], None], interval_s: float = W
 
 def serve_stdio(settings: Settings) -> int:
     """Serve MCP on stdin/stdout until stdin closes or the parent dies."""
+    parent = os.getppid()  # read first: the parent may die while we are still starting
     from velesmem.memory.service import MemoryService
 
     try:
@@ -41,7 +44,7 @@ def serve_stdio(settings: Settings) -> int:
 
         if not daemon_answers(settings):
             raise
-        start_orphan_watchdog(lambda: os._exit(0))
+        start_orphan_watchdog(lambda: os._exit(0), parent)
         return run_stdio_proxy(settings)
 
     def orphaned() -> None:
@@ -51,7 +54,7 @@ def serve_stdio(settings: Settings) -> int:
         finally:
             os._exit(0)
 
-    start_orphan_watchdog(orphaned)
+    start_orphan_watchdog(orphaned, parent)
     try:
         from velesmem.mcp.app import AppContext
         from velesmem.mcp.server import build_server

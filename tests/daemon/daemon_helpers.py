@@ -1,0 +1,162 @@
+"""Helpers for the daemon tests: a real ``velesdb-memory --http`` subprocess on a free port, with
+temp store and TLS dirs, real MCP clients verifying its certificate against the generated CA, and
+conditions polled with deadlines (never fixed sleeps)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from fastmcp import Client
+from fastmcp.client.transports import StreamableHttpTransport
+
+from velesmem.daemon.tls import client_ssl_context
+
+START_DEADLINE_S = 30.0
+STOP_DEADLINE_S = 30.0
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for(condition: Callable[[], Any], deadline_s: float, what: str, poll_s: float = 0.02) -> Any:
+    """Poll ``condition`` until it is truthy or the deadline passes (then fail naming ``what``)."""
+    end = time.monotonic() + deadline_s
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out after {deadline_s}s waiting for {what}")
+        time.sleep(poll_s)
+
+
+def clean_env(home: Path, **extra: str) -> dict[str, str]:
+    """The current environment without any VELESDB_MEMORY_*, HOME pointed at ``home``, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VELESDB_MEMORY_")}
+    env["HOME"] = str(home)
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra)
+    return env
+
+
+@dataclass
+class Daemon:
+    """One ``velesdb-memory --http`` subprocess and how to reach it."""
+
+    root: Path
+    port: int
+    env: dict[str, str]
+    proc: subprocess.Popen[bytes] | None = None
+    log: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.log = self.root / f"daemon-{self.port}.log"
+
+    @property
+    def store(self) -> Path:
+        return Path(self.env["VELESDB_MEMORY_PATH"])
+
+    @property
+    def tls_dir(self) -> Path:
+        return Path(self.env["VELESDB_MEMORY_TLS_DIR"])
+
+    @property
+    def ca(self) -> Path:
+        return self.tls_dir / "ca-cert.pem"
+
+    @property
+    def base(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"{self.base}/mcp"
+
+    def ssl_context(self) -> ssl.SSLContext:
+        return client_ssl_context(self.ca)
+
+    def start(self, wait: bool = True) -> Daemon:
+        with open(self.log, "ab") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "velesmem", "--http"], env=self.env,
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            )
+        if wait:
+            wait_for(self.healthy, START_DEADLINE_S, f"daemon /health on {self.base}\n{self.output()}")
+        return self
+
+    def healthy(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise AssertionError(f"daemon exited with {self.proc.returncode}:\n{self.output()}")
+        if not self.ca.exists():
+            return False
+        try:
+            r = httpx.get(f"{self.base}/health", verify=self.ssl_context(), timeout=2)
+        except (httpx.HTTPError, ssl.SSLError, OSError):
+            return False
+        return r.status_code == 200
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def client(self, **kw: Any) -> Client:
+        return Client(StreamableHttpTransport(self.url, verify=self.ssl_context()), **kw)
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        if self.proc is None or self.proc.poll() is not None:
+            return -1 if self.proc is None else self.proc.returncode
+        self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(STOP_DEADLINE_S)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"daemon ignored signal {sig}:\n{self.output()}") from None
+
+
+def structured(result: Any) -> dict[str, Any]:
+    """The structured content of a fastmcp CallToolResult, failing loudly on a tool error."""
+    assert not result.is_error, result
+    assert isinstance(result.structured_content, dict), result
+    return result.structured_content
+
+
+def raw_post(daemon: Daemon, extra_headers: str, body_chunks: list[bytes]) -> bytes:
+    """POST /mcp by hand over strict TLS: the head, then ``body_chunks``; return the answer's head.
+
+    Sending stops early if the daemon already answered and closed (that is the point of a cap)."""
+    head = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{daemon.port}\r\nContent-Type: application/json\r\n"
+            f"Accept: application/json, text/event-stream\r\n{extra_headers}\r\n")
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as raw:
+        with daemon.ssl_context().wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+            tls.sendall(head.encode())
+            try:
+                for chunk in body_chunks:
+                    tls.sendall(chunk)
+            except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
+                pass
+            answer = b""
+            while b"\r\n\r\n" not in answer:
+                try:
+                    data = tls.recv(65536)
+                except (ConnectionResetError, ssl.SSLError):
+                    break
+                if not data:
+                    break
+                answer += data
+            return answer

@@ -1,0 +1,168 @@
+"""The HTTPS daemon as clients see it: strict TLS against the local CA, MCP over /mcp, /health,
+many concurrent clients on one store, and the Host/Origin and body guards.
+
+One daemon subprocess is shared by this module; nothing here stops or reconfigures it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import httpx
+import pytest
+from fastmcp import Client
+from fastmcp.client.transports import StreamableHttpTransport
+
+from daemon_helpers import Daemon, raw_post, structured
+
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+
+CLIENTS = 16
+FACTS_PER_CLIENT = 50
+
+
+def test_health_answers_ok_without_any_mcp_handshake(shared_daemon: Daemon) -> None:
+    r = httpx.get(f"{shared_daemon.base}/health", verify=shared_daemon.ssl_context())
+    assert (r.status_code, r.text) == (200, "OK")
+
+
+def test_health_fails_without_the_ca(shared_daemon: Daemon) -> None:
+    with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+        httpx.get(f"{shared_daemon.base}/health")  # system trust store only
+
+
+async def test_mcp_client_fails_tls_verification_without_the_ca(shared_daemon: Daemon) -> None:
+    client = Client(StreamableHttpTransport(shared_daemon.url))  # default verification, no CA
+    with pytest.raises(Exception) as info:
+        async with client:
+            await client.list_tools()
+    assert "CERTIFICATE_VERIFY_FAILED" in _chain_text(info.value)
+
+
+def _chain_text(exc: BaseException) -> str:
+    parts: list[str] = []
+    seen: set[int] = set()
+    stack: list[BaseException] = [exc]
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        parts.append(repr(e))
+        stack += [x for x in (e.__cause__, e.__context__) if x is not None]
+        stack += list(getattr(e, "exceptions", ()))
+    return "\n".join(parts)
+
+
+async def test_tools_listed_and_remember_recall_round_trip_over_https(shared_daemon: Daemon) -> None:
+    async with shared_daemon.client() as client:
+        names = {t.name for t in await client.list_tools()}
+        assert {"remember", "recall", "recall_fused", "why", "list_memories", "memory_status"} <= names
+        saved = structured(await client.call_tool("remember", {"fact": "the daemon speaks HTTPS on loopback"}))
+        assert saved["id_str"] == str(saved["id"])
+        found = structured(await client.call_tool("recall", {"query": "the daemon speaks HTTPS on loopback", "k": 3}))
+        assert found["memories"][0]["id_str"] == saved["id_str"]
+
+
+async def test_sixteen_clients_at_once_each_remember_and_recall_fifty_facts(shared_daemon: Daemon) -> None:
+    async def one_client(n: int) -> dict[str, str]:
+        ids: dict[str, str] = {}
+        async with shared_daemon.client() as client:
+            for i in range(FACTS_PER_CLIENT):
+                fact = f"client {n} fact {i}: token{n}x{i} lives in drawer {n * 100 + i}"
+                ids[fact] = structured(await client.call_tool("remember", {"fact": fact}))["id_str"]
+            for fact, id_str in ids.items():
+                hits = structured(await client.call_tool("recall", {"query": fact, "k": 5}))["memories"]
+                assert id_str in [h["id_str"] for h in hits], (fact, hits)
+        return ids
+
+    results = await asyncio.gather(*(one_client(n) for n in range(CLIENTS)), return_exceptions=True)
+    errors = [r for r in results if isinstance(r, BaseException)]
+    assert errors == []
+    expected = {id_str for r in results for id_str in r.values()}  # type: ignore[union-attr]
+    assert len(expected) == CLIENTS * FACTS_PER_CLIENT
+
+    stored: set[str] = set()
+    async with shared_daemon.client() as client:
+        cursor = None
+        while True:
+            args = {"limit": 1000} | ({"cursor": cursor} if cursor else {})
+            page = structured(await client.call_tool("list_memories", args))
+            stored |= {m["id_str"] for m in page["memories"]}
+            cursor = page["next_cursor"]
+            if cursor is None:
+                break
+    assert expected <= stored
+
+
+async def test_health_answers_while_a_slow_tool_call_runs(shared_daemon: Daemon) -> None:
+    """A burst of concurrent writes and wide fused recalls keeps the worker threads busy; /health,
+    served on the event loop, still answers promptly before the burst is over."""
+    done = threading.Event()
+    health_latencies: list[float] = []
+    answered_during_burst = 0
+
+    async def burst() -> None:
+        async with shared_daemon.client() as client:
+            calls = [client.call_tool("recall_fused", {"query": f"drawer {i} token", "k": 1000,
+                                                        "hops": 10, "pool": 1000}) for i in range(8)]
+            calls += [client.call_tool("remember", {"fact": f"burst fact {i} while health is probed"})
+                      for i in range(64)]
+            for result in await asyncio.gather(*calls):
+                structured(result)
+        done.set()
+
+    async with httpx.AsyncClient(verify=shared_daemon.ssl_context(), timeout=5) as http:
+        task = asyncio.create_task(burst())
+        await asyncio.sleep(0)  # let the burst send its first requests
+        while not done.is_set():
+            t0 = time.perf_counter()
+            r = await http.get(f"{shared_daemon.base}/health")
+            health_latencies.append(time.perf_counter() - t0)
+            assert r.status_code == 200
+            if not done.is_set():
+                answered_during_burst += 1
+        await task
+    assert answered_during_burst >= 3, (answered_during_burst, health_latencies)
+    assert max(health_latencies) < 1.0, health_latencies
+
+
+def test_foreign_host_is_misdirected(shared_daemon: Daemon) -> None:
+    ctx = shared_daemon.ssl_context()
+    for host in ("evil.example:%d" % shared_daemon.port, "127.0.0.1:1", "localhost"):
+        r = httpx.post(shared_daemon.url, verify=ctx, headers={"Host": host}, json={})
+        assert r.status_code == 421, host
+    for host in ("127.0.0.1", "localhost", "[::1]"):
+        r = httpx.get(f"{shared_daemon.base}/health", verify=ctx, headers={"Host": f"{host}:{shared_daemon.port}"})
+        assert r.status_code == 200, host
+
+
+def test_foreign_origin_is_forbidden(shared_daemon: Daemon) -> None:
+    ctx = shared_daemon.ssl_context()
+    for origin in ("https://evil.example", f"http://127.0.0.1:{shared_daemon.port}", "null"):
+        r = httpx.post(shared_daemon.url, verify=ctx, headers={"Origin": origin}, json={})
+        assert r.status_code == 403, origin
+    r = httpx.get(f"{shared_daemon.base}/health", verify=ctx,
+                  headers={"Origin": f"https://localhost:{shared_daemon.port}"})
+    assert r.status_code == 200
+
+
+def test_oversized_declared_body_gets_413_before_the_body_is_sent(shared_daemon: Daemon) -> None:
+    from velesmem import limits
+
+    cap = limits.DEFAULT_HTTP_MAX_BODY_BYTES
+    answer = raw_post(shared_daemon, f"Content-Length: {cap + 1}\r\n", [])
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+
+
+def test_a_body_within_the_cap_is_accepted(shared_daemon: Daemon) -> None:
+    """A 5 MiB fact is refused by the tool (2 KiB cap), not by the transport: the body cap admits it."""
+    big = "y" * (5 * 1024 * 1024)
+    ctx = shared_daemon.ssl_context()
+    payload = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "remember", "arguments": {"fact": big}}}
+    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28"}
+    r = httpx.post(shared_daemon.url, verify=ctx, json=payload, headers=headers, timeout=30)
+    assert r.status_code != 413

@@ -1,0 +1,106 @@
+"""The stdio transport: serving on its own, attaching to the daemon that holds the store, the lock
+error when no daemon answers, and exiting by itself once its parent is gone."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from daemon_helpers import Daemon, clean_env, structured, wait_for
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
+
+from velesmem.config import Settings
+from velesmem.memory.service import MemoryService
+
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+
+
+def _stdio_client(env: dict[str, str], log: Path) -> Client:
+    transport = StdioTransport(sys.executable, ["-m", "velesmem"], env=env, keep_alive=False, log_file=log)
+    return Client(transport)
+
+
+async def test_stdio_serves_its_own_store(tmp_path: Path) -> None:
+    env = clean_env(tmp_path, VELESDB_MEMORY_PATH=str(tmp_path / "store"),
+                    VELESDB_MEMORY_TLS_DIR=str(tmp_path / "tls"))
+    async with _stdio_client(env, tmp_path / "stdio.log") as client:
+        saved = structured(await client.call_tool("remember", {"fact": "stdio owns this store"}))
+        found = structured(await client.call_tool("recall", {"query": "stdio owns this store", "k": 1}))
+    assert found["memories"][0]["id_str"] == saved["id_str"]
+
+
+async def test_stdio_on_a_locked_store_attaches_to_the_daemon_and_sees_its_facts(
+    make_daemon: Callable[..., Daemon], tmp_path: Path,
+) -> None:
+    daemon = make_daemon().start()
+    async with daemon.client() as client:
+        saved = structured(await client.call_tool("remember", {"fact": "written through the daemon"}))
+    log = tmp_path / "attach.log"
+    async with _stdio_client(daemon.env, log) as client:
+        found = structured(await client.call_tool("recall", {"query": "written through the daemon", "k": 3}))
+        assert saved["id_str"] in [m["id_str"] for m in found["memories"]]
+        mine = structured(await client.call_tool("remember", {"fact": "written through the attached stdio"}))
+    assert "attaching to" in log.read_text() and daemon.url in log.read_text()
+    async with daemon.client() as client:
+        found = structured(await client.call_tool("recall", {"query": "written through the attached stdio", "k": 3}))
+    assert mine["id_str"] in [m["id_str"] for m in found["memories"]]
+
+
+def test_stdio_on_a_locked_store_without_a_daemon_fails_with_the_lock_error(tmp_path: Path) -> None:
+    settings = Settings(path=tmp_path / "store", tls_dir=tmp_path / "tls")
+    env = clean_env(tmp_path, VELESDB_MEMORY_PATH=str(settings.path), VELESDB_MEMORY_TLS_DIR=str(settings.tls_dir))
+    with MemoryService.open(settings=settings):
+        done = subprocess.run([sys.executable, "-m", "velesmem"], env=env, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=30)
+    assert done.returncode != 0
+    assert "lock" in done.stderr.lower() and str(settings.path) in done.stderr, done.stderr
+
+
+def test_stdio_exits_by_itself_when_its_parent_dies(tmp_path: Path) -> None:
+    """The parent spawns the server and dies at once; stdin stays open (we hold its write end), so
+    only the orphan watchdog can end it — and the store lock is released."""
+    env = clean_env(tmp_path, VELESDB_MEMORY_PATH=str(tmp_path / "store"),
+                    VELESDB_MEMORY_TLS_DIR=str(tmp_path / "tls"))
+    read_end, write_end = os.pipe()
+    pid_file = tmp_path / "child.pid"
+    store = tmp_path / "store"
+    parent = (  # start the server, wait until it has opened its store, then die without a word
+        "import os, subprocess, sys, time\n"
+        f"p = subprocess.Popen([sys.executable, '-m', 'velesmem'], stdin={read_end}, pass_fds=({read_end},),"
+        " stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        f"open({str(pid_file)!r}, 'w').write(str(p.pid))\n"
+        "end = time.monotonic() + 20\n"
+        f"while not os.path.exists({str(store)!r}) and time.monotonic() < end:\n"
+        "    time.sleep(0.02)\n"
+    )
+    try:
+        subprocess.run([sys.executable, "-c", parent], env=env, pass_fds=(read_end,), check=True, timeout=30)
+        os.close(read_end)
+        child = int(pid_file.read_text())
+        settings = Settings(path=tmp_path / "store", tls_dir=tmp_path / "tls")
+        assert settings.path.exists()
+        wait_for(lambda: not _alive(child), 20, "the orphaned stdio server to exit")
+        t0 = time.monotonic()
+        with MemoryService.open(settings=settings):
+            pass
+        assert time.monotonic() - t0 < 5
+    finally:
+        os.close(write_end)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (exited, not yet reaped by init) counts as gone
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -48,10 +48,15 @@ def decode_media(mime: object, bytes_b64: object, where: str) -> Media:
             f"{where}.bytes_b64 is {size} bytes; the cap is {MAX_MEDIA_B64_BYTES} bytes of base64 "
             "(MAX_MEDIA_BYTES, about 3 MiB decoded)"
         )
+    malformed = InvalidInput(f"{where}.bytes_b64 is not valid base64 (standard alphabet, padded)")
+    if len(bytes_b64) % 4:
+        raise malformed
     try:
         data = base64.b64decode(bytes_b64, validate=True)
     except (binascii.Error, ValueError):
-        raise InvalidInput(f"{where}.bytes_b64 is not valid base64 (standard alphabet, padded)") from None
+        raise malformed from None
+    if base64.b64encode(data).decode("ascii") != bytes_b64:  # stray padding or non-zero pad bits
+        raise malformed
     if not data:
         raise InvalidInput(f"{where}.bytes_b64 decodes to zero bytes")
     width, height = image_dimensions(data)

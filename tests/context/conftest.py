@@ -1,0 +1,38 @@
+"""Fixtures for the compiler tests: a real MemoryService on a temp store, with a settable clock."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from velesmem.config import Settings
+
+
+class Clock:
+    """A clock the test moves by hand (TTL expiry without sleeping)."""
+
+    def __init__(self, now: float = 1_800_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def memory(tmp_path: Path, clock: Clock) -> Iterator[object]:
+    """A real MemoryService (hash embedder, SQLite + FAISS) on a fresh temp store."""
+    from velesmem.memory.service import MemoryService
+
+    settings = Settings.from_env().with_overrides(path=tmp_path / "store")
+    service = MemoryService.open(settings.path, settings=settings, clock=clock)
+    try:
+        yield service
+    finally:
+        service.close()

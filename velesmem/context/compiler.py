@@ -128,7 +128,7 @@ def _decision(item: Item) -> dict[str, Any]:
         action, rule_id, handle = "retrieve", "budget.externalize", item.handle
         risk = "high" if item.critical else "medium"
         reason = (
-            f"over budget ({item.tokens} tokens did not fit); set aside behind {item.handle} — "
+            f"over budget ({sum(c.tokens for c in item.chunks)} tokens did not fit); set aside behind {item.handle} — "
             f"classified {item.rule_id}"
         )
     elif item.packed_chunks < len(item.chunks):

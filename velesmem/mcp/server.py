@@ -23,16 +23,23 @@ INSTRUCTIONS = (
 )
 
 
+DEFAULT_ORDER = 100
+
+
 def tool_modules() -> list[ModuleType]:
-    """Every module of ``velesmem.mcp.tools`` that defines ``register``, in name order."""
+    """Every module of ``velesmem.mcp.tools`` that defines ``register``.
+
+    Sorted by the module's optional ``ORDER`` (default 100), then name: that is the order of
+    ``tools/list`` and of the generated docs (the memory tools first, as in the contract).
+    """
     modules = []
-    for info in sorted(pkgutil.iter_modules(tools_package.__path__), key=lambda i: i.name):
+    for info in pkgutil.iter_modules(tools_package.__path__):
         if info.name.startswith("_"):
             continue
         module = importlib.import_module(f"{tools_package.__name__}.{info.name}")
         if callable(getattr(module, "register", None)):
             modules.append(module)
-    return modules
+    return sorted(modules, key=lambda m: (getattr(m, "ORDER", DEFAULT_ORDER), m.__name__))
 
 
 def build_server(app: AppContext) -> FastMCP:

@@ -33,6 +33,8 @@ from velesmem.mcp.wire import (
 
 Result = dict[str, Any]
 
+ORDER = 0  # listed first, as in the contract
+
 READ = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 DELETE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False)

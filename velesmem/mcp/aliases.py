@@ -10,9 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from fastmcp import FastMCP
+from fastmcp.exceptions import ValidationError
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 
 from velesmem.errors import InvalidInput
+from velesmem.mcp.errors import mcp_error_for
 
 
 class AliasMiddleware(Middleware):
@@ -24,20 +26,25 @@ class AliasMiddleware(Middleware):
     async def on_call_tool(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]) -> Any:
         renames = self.aliases.get(context.message.name)
         arguments = context.message.arguments
-        if renames and arguments and any(alias in arguments for alias in renames):
-            arguments = dict(arguments)
-            for alias, canonical in renames.items():
-                if alias not in arguments:
-                    continue
-                if canonical in arguments:
-                    raise InvalidInput(
-                        f"{context.message.name}: send {canonical!r} only; {alias!r} is its "
-                        f"deprecated alias and both were given"
-                    )
-                arguments[canonical] = arguments.pop(alias)
-            message = context.message.model_copy(update={"arguments": arguments})
-            context = context.copy(message=message)
-        return await call_next(context)
+        if not (renames and arguments and any(alias in arguments for alias in renames)):
+            return await call_next(context)
+        arguments = dict(arguments)
+        sent_as: dict[str, str] = {}  # canonical -> the alias the caller used
+        for alias, canonical in renames.items():
+            if alias not in arguments:
+                continue
+            if canonical in arguments:
+                raise InvalidInput(
+                    f"{context.message.name}: send {canonical!r} only; {alias!r} is its "
+                    f"deprecated alias and both were given"
+                )
+            arguments[canonical] = arguments.pop(alias)
+            sent_as[canonical] = alias
+        message = context.message.model_copy(update={"arguments": arguments})
+        try:
+            return await call_next(context.copy(message=message))
+        except ValidationError as exc:  # report the bad value under the name the caller sent
+            raise mcp_error_for(exc, context.message.name, renamed=sent_as) from exc
 
 
 def deprecated_alias(mcp: FastMCP, tool: str, alias: str, canonical: str) -> None:

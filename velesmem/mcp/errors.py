@@ -35,8 +35,14 @@ CODES: dict[Category, int] = {
 _MAX_SHOWN = 80
 
 
-def mcp_error_for(exc: BaseException, tool: str = "", params: list[str] | None = None) -> MCPError:
-    """The JSON-RPC error a failed ``tools/call`` answers with."""
+def mcp_error_for(
+    exc: BaseException, tool: str = "", params: list[str] | None = None, renamed: dict[str, str] | None = None
+) -> MCPError:
+    """The JSON-RPC error a failed ``tools/call`` answers with.
+
+    ``renamed`` maps a canonical parameter back to the deprecated alias the caller actually sent,
+    so a bad ``limit`` is reported as ``limit``, not as ``k``.
+    """
     if isinstance(exc, MCPError):
         return exc
     cause = exc.__cause__ if isinstance(exc, (ToolError, ValidationError)) else None
@@ -45,7 +51,7 @@ def mcp_error_for(exc: BaseException, tool: str = "", params: list[str] | None =
         assert isinstance(err, VelesmemError)
         return MCPError(CODES[err.category], err.message, {"category": err.category.value})
     if isinstance(cause, PydanticValidationError):
-        return _validation_error(cause, tool, params or [])
+        return _validation_error(cause, tool, params or [], renamed or {})
     if isinstance(exc, NotFoundError):
         return MCPError(INVALID_PARAMS, f"{exc}; call tools/list for the tools this server offers",
                         {"category": Category.NOT_FOUND.value})
@@ -55,13 +61,18 @@ def mcp_error_for(exc: BaseException, tool: str = "", params: list[str] | None =
                     {"category": Category.INTERNAL.value})
 
 
-def _validation_error(err: PydanticValidationError, tool: str, params: list[str]) -> MCPError:
+def _validation_error(
+    err: PydanticValidationError, tool: str, params: list[str], renamed: dict[str, str]
+) -> MCPError:
     problems: list[str] = []
     fields: list[str] = []
     for detail in err.errors(include_url=False, include_context=False):
-        path = _path(detail["loc"])
+        loc = detail["loc"]
+        if loc and loc[0] in renamed:
+            loc = (renamed[loc[0]], *loc[1:])
+        path = _path(loc)
         fields.append(path)
-        problems.append(f"{path}: {_describe(detail, params if len(detail['loc']) == 1 else None)}")
+        problems.append(f"{path}: {_describe(detail, params if len(loc) == 1 else None)}")
     message = f"invalid arguments for {tool or 'tool'}: " + "; ".join(problems)
     return MCPError(INVALID_PARAMS, message,
                     {"category": Category.INVALID_INPUT.value, "fields": fields})

@@ -12,6 +12,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -183,6 +184,16 @@ def test_invalid_json_is_left_byte_identical_and_reported(install: Install) -> N
         assert "failed   client windsurf" in run.stdout
     finally:
         windsurf.write_bytes(good)
+
+
+def test_doctor_sees_the_installed_service_trust_and_clients(install: Install) -> None:
+    done = subprocess.run([sys.executable, "-m", "velesmem", "doctor", "--port", str(install.port)],
+                          env=clean_env(install.home), capture_output=True, text=True, timeout=90, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"[ ok ] service: background (pid {install.pid()}" in done.stdout
+    assert f"store {install.home / '.velesdb-memory'}" in done.stdout
+    assert "[ ok ] the CA is trusted in the NSS database" in done.stdout
+    assert f"[ ok ] claude-desktop: wired to {install.url}" in done.stdout
 
 
 def test_uninstall_removes_exactly_our_entries_and_keeps_store_and_ca(install: Install) -> None:

@@ -17,7 +17,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _doctor(args: argparse.Namespace) -> int:
     from velesmem.clients.host import Host
-    from velesmem.config import Settings
     from velesmem.service.diagnose import FAIL, diagnose
     from velesmem.service.lifecycle import installed_spec
     from velesmem.service.options import port_and_tls
@@ -25,7 +24,7 @@ def _doctor(args: argparse.Namespace) -> int:
     host = Host.current()
     port, tls_dir = port_and_tls(args)
     spec = installed_spec(host)
-    store = spec.store if spec and spec.port == port else str(Settings.from_env().path)
+    store = spec.store if spec and spec.port == port else None  # the daemon does not report it
     print(f"velesdb-memory doctor — https://127.0.0.1:{port}/mcp, TLS dir {tls_dir}")
     checks = diagnose(host, port, tls_dir, store)
     for check in checks:

@@ -15,7 +15,7 @@ from velesmem.clients.host import Host
 from velesmem.clients.wiring import wired_urls
 from velesmem.service import health
 from velesmem.service.managers import managers_for
-from velesmem.service.trust import os_store_trusts, manual_command
+from velesmem.service.trust import is_trusted, manual_command
 
 OK, WARN, FAIL, INFO = "ok", "warn", "FAIL", "--"
 
@@ -41,12 +41,7 @@ def diagnose(host: Host, port: int, tls_dir: str, store: str | None = None) -> l
     if status.ok:
         checks.append(_memory(url, ca, store))
         checks.append(Check(OK, f"Python trusts the CA: strict TLS request verified against {ca}"))
-        if os_store_trusts("127.0.0.1", port):
-            checks.append(Check(OK, "the OS trust store (Python's default context) trusts the daemon"))
-        else:
-            checks.append(Check(INFO, "the OS trust store used by curl/Python without --cacert does not "
-                                "trust the CA (browsers and apps may use another store)",
-                                f"velesdb-memory trust-ca  (or by hand: {manual_command(host, ca)})"))
+        checks.append(_os_trust(host, ca))
         checks.append(_node(host, url, ca))
     checks += _clients(host, url, ca)
     return checks
@@ -96,6 +91,17 @@ def _memory(url: str, ca: str, store: str | None) -> Check:
     kind = "semantic" if emb.get("semantic") else "lexical (hash)"
     return Check(OK, f"{where}embedder {emb.get('model')} ({emb.get('dimension')} dims, {kind}) · "
                  f"{mem.get('facts')} facts, {mem.get('edges')} edges")
+
+
+def _os_trust(host: Host, ca: str) -> Check:
+    trusted, store = is_trusted(host, ca)
+    if trusted:
+        return Check(OK, f"the CA is trusted in the {store}")
+    if trusted is None:
+        return Check(INFO, f"cannot tell whether the {store} trusts the CA (its tool is missing)",
+                     manual_command(host, ca))
+    return Check(INFO, f"the CA is not trusted in the {store} (browsers and some apps use it)",
+                 "velesdb-memory trust-ca")
 
 
 def _node(host: Host, url: str, ca: str) -> Check:

@@ -135,3 +135,21 @@ def os_store_trusts(host: str, port: int) -> bool:
     from velesmem.service.health import check_health
 
     return check_health(host, port, None, context=ssl.create_default_context()).ok
+
+
+def is_trusted(host: Host, ca_cert: str, timeout: float = 15.0) -> tuple[bool | None, str]:
+    """(trusted?, store name) — None when the store's tool is missing and we cannot tell."""
+    if host.is_macos:
+        done = _run(["security", "verify-cert", "-c", ca_cert, "-p", "ssl"], timeout)
+        return (None if done is None else done.returncode == 0), "macOS login keychain"
+    if host.is_windows:
+        done = _run(["certutil", "-user", "-verifystore", "Root", fingerprint(ca_cert)], timeout)
+        return (None if done is None else done.returncode == 0), "Windows CurrentUser\\Root store"
+    nssdb = host.local(host.home_path(".pki", "nssdb"))
+    store = f"NSS database {nssdb} (Chrome, Electron apps)"
+    certutil = shutil.which("certutil", path=host.env.get("PATH", os.defpath))
+    if certutil is None or not (nssdb / "cert9.db").exists():
+        return (None if certutil is None else False), store
+    nick = f"{CA_NAME} ({fingerprint(ca_cert, 'sha256')[:16]})"
+    done = _run([certutil, "-L", "-d", f"sql:{nssdb}", "-n", nick], timeout)
+    return (None if done is None else done.returncode == 0), store

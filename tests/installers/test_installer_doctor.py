@@ -1,0 +1,65 @@
+"""``velesdb-memory doctor`` against a healthy daemon, a stopped one, and a CA it does not trust."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from installer_helpers import RunningDaemon, clean_env, free_port
+
+
+def velesmem(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "velesmem", *args], env=clean_env(home), capture_output=True,
+                          text=True, timeout=90, check=False, stdin=subprocess.DEVNULL)
+
+
+def test_doctor_on_a_healthy_wired_daemon(daemon: RunningDaemon) -> None:
+    common = ("--port", str(daemon.port), "--tls-dir", str(daemon.tls_dir))
+    wired = velesmem(daemon.home, "wire", *common, "--skip-client", "claude-code")
+    assert wired.returncode == 0, wired.stdout + wired.stderr
+    done = velesmem(daemon.home, "doctor", *common)
+    out = done.stdout
+    assert done.returncode == 0, out + done.stderr
+    url = f"https://127.0.0.1:{daemon.port}/mcp"
+    assert f"[ ok ] daemon answers https://127.0.0.1:{daemon.port}/health (strict TLS" in out
+    assert re.search(r"embedder \S+ \(384 dims, lexical", out) and "0 facts, 0 edges" in out
+    assert "[ ok ] Python trusts the CA" in out
+    assert "the CA is not trusted in the NSS database" in out  # trust-ca never ran here
+    assert "[ ok ] Node trusts the CA via NODE_EXTRA_CA_CERTS" in out
+    for client in ("cursor", "windsurf", "devin", "codex", "claude-desktop"):
+        assert f"[ ok ] {client}: wired to {url}" in out
+    assert "not wired: claude-code" in out
+    assert "no problems found" in out
+    assert len(out.splitlines()) <= 24  # one screen
+
+
+def test_doctor_on_a_stopped_daemon_says_how_to_start_it(daemon: RunningDaemon) -> None:
+    port = free_port()
+    done = velesmem(daemon.home, "doctor", "--port", str(port), "--tls-dir", str(daemon.tls_dir))
+    assert done.returncode == 1
+    assert f"[FAIL] no daemon answers https://127.0.0.1:{port}/health" in done.stdout
+    assert "fix: start it: velesdb-memory service install" in done.stdout
+
+
+def test_doctor_on_an_untrusted_ca_names_the_mismatch(daemon: RunningDaemon, tmp_path: Path) -> None:
+    from velesmem.daemon.tls import prepare_tls
+
+    other = tmp_path / "other-tls"
+    prepare_tls(other)  # a second, unrelated CA: the daemon's leaf is not signed by it
+    done = velesmem(daemon.home, "doctor", "--port", str(daemon.port), "--tls-dir", str(other))
+    assert done.returncode == 1
+    assert f"presents a certificate not signed by {other / 'ca-cert.pem'}" in done.stdout
+    assert "fix: velesdb-memory doctor --tls-dir <the daemon's TLS dir>" in done.stdout
+
+
+def test_doctor_flags_a_client_wired_to_another_port(daemon: RunningDaemon, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".cursor").mkdir(parents=True)
+    (home / ".cursor/mcp.json").write_text('{"mcpServers": {"velesdb-memory": {"type": "http", '
+                                            '"url": "https://127.0.0.1:1/mcp"}}}')
+    done = velesmem(home, "doctor", "--port", str(daemon.port), "--tls-dir", str(daemon.tls_dir))
+    assert done.returncode == 1
+    assert "[FAIL] cursor: wired to https://127.0.0.1:1/mcp, but the daemon is" in done.stdout
+    assert "fix: velesdb-memory wire" in done.stdout

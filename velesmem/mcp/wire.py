@@ -4,41 +4,44 @@ The contract's "Scalar inputs on the wire" and "Ids on the wire" rules, as reusa
 Every tool module (and every nested model, e.g. a fragment inside an array of objects) declares its
 parameters with these, so all slots of the same kind share one tolerance by construction.
 
-=================  ====================  ===================================================
-type               advertised schema     also accepted                       refused
-=================  ====================  ===================================================
-``Integer``        ``integer``           ``"6"`` (a string whose JSON is an   ``"abc"``, ``"1.5"``, ``1.5``,
-                                         integer)                             booleans, arrays, objects, null
-``Number``         ``number``            ``"0.5"``, ``"2"``                   ``"abc"``, ``"NaN"``, booleans, …
-``Boolean``        ``boolean``           ``"true"`` / ``"false"``             ``1``, ``"1"``, ``"yes"``, …
-``Id``             ``string`` (digits)   a JSON number                        anything :func:`parse_id` refuses
-``JsonObject``     ``object``            a string whose JSON is an object     arrays, scalars
-``array_of(M)``    ``array`` of M        a string whose JSON is an array      objects, scalars
-``str``            ``string``            nothing: a genuine string slot is never re-parsed as JSON
-=================  ====================  ===================================================
+- ``Integer`` advertises ``integer``; also takes ``"6"`` (a string whose JSON is an integer);
+  refuses ``"abc"``, ``"1.5"``, ``1.5``, ``"1e3"``, booleans, arrays, objects, null.
+- ``Number`` advertises ``number``; also takes ``"0.5"``, ``"2"``; refuses ``"abc"``, ``"NaN"``,
+  booleans, arrays, objects.
+- ``Boolean`` advertises ``boolean``; also takes ``"true"`` / ``"false"``; refuses ``1``, ``"1"``,
+  ``"yes"``, ``"True"``.
+- ``Id`` advertises ``{"type": "string", "pattern": "^[0-9]+$"}``; takes a decimal string or a JSON
+  number (u64, above 2**53 too); refuses whatever :func:`velesmem.ids.parse_id` refuses.
+- ``JsonObject`` advertises ``object``; also takes a string whose JSON is an object.
+- ``array_of(M)`` advertises ``array`` of M; also takes a string whose JSON is an array.
+- ``WireModel`` subclasses (nested objects) also take a string whose JSON is the object.
+- ``JsonScalar`` is deliberately untyped (a value compared type-strictly); passed through.
+- plain ``str`` advertises ``string`` and is never re-parsed as JSON.
 
-``Opt*`` variants (``OptInteger``, ``OptId``, ``OptObject``, ``opt_array_of(M)``, ``OptString``…)
-also take ``null`` as "absent" while still advertising the single non-null type. Use them with
-:func:`optional` so an omitted slot reads as ``None`` without ``"default": null`` in the schema::
+``Opt*`` variants (``OptInteger``, ``OptNumber``, ``OptBoolean``, ``OptId``, ``OptObject``,
+``OptString``, ``opt_array_of(M)``) also take ``null`` as "absent" while still advertising the
+single non-null type. Use them with :func:`optional` (never with a ``= None`` default, which pydantic
+refuses next to the factory) so an omitted slot reads as ``None`` without ``"default": null``::
 
     from typing import Annotated
     from pydantic import Field
     from velesmem.mcp.wire import Integer, OptObject, optional
 
     def recall(
+        *,  # keyword-only: optional() slots carry no Python default, so they may follow defaults
         query: Annotated[str, Field(description="Natural-language query.")],
         k: Annotated[Integer, Field(description="Result count.")] = 10,
-        filter: Annotated[OptObject, optional("Exact-match metadata filter.")] = None,
+        filter: Annotated[OptObject, optional("Exact-match metadata filter.")],
     ) -> dict: ...
 
 Nested models subclass :class:`WireModel` (extra keys refused, and the object itself may arrive as
 its JSON-encoded string) and use the same types for their fields::
 
     class FragmentRef(WireModel):
-        fragment_id: Id
-        priority: Annotated[OptInteger, optional("Packing priority.")] = None
+        fragment_id: Annotated[Id, Field(description="The fragment (decimal string or number).")]
+        priority: Annotated[OptInteger, optional("Packing priority.")]   # no "= None" here either
 
-    fragments: Annotated[list[FragmentRef], ...]   # or array_of(FragmentRef) for string tolerance
+    fragments: Annotated[array_of(FragmentRef), Field(description="...")]
 
 These types need the server's ``strict_input_validation=True`` (set by ``build_server``): strict
 mode stops pydantic's own lax coercions (``"yes"`` → True, ``1`` → True), so the only leniency

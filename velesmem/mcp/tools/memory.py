@@ -1,4 +1,4 @@
-"""The memory tools: remember, recall*, relate/unrelate, forget, why, feedback, list, status.
+"""The memory tools: remember, recall*, feedback, relate/unrelate, forget, why, list, status.
 
 Each tool is one call into ``MemoryService``; the service validates values and caps, the wire types
 validate shapes. Results are the service results' ``to_dict()`` (ids with their ``*_str`` twins).
@@ -38,45 +38,83 @@ ORDER = 0  # listed first, as in the contract
 READ = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 DELETE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False)
-FEEDBACK = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
+FEEDBACK = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False,
+                           openWorldHint=False)
 
 COUNTED_TOOLS = ("recall", "recall_where", "recall_fused")  # take k, with limit as deprecated alias
+
+
+def _doc(text: str) -> Any:
+    return Field(description=text)
 
 
 class Link(WireModel):
     """A typed edge created at write time: this fact → target."""
 
-    target: Annotated[Id, Field(description="The memory the link points to (decimal string or number).")]
-    relation: Annotated[str, Field(description="Label, read as fact relation target.")]
+    target: Annotated[Id, _doc("The memory the link points to (decimal string or number).")]
+    relation: Annotated[str, _doc("Label, read as fact relation target.")]
 
 
 class Predicate(WireModel):
     """One typed column predicate of recall_where."""
 
-    field: Annotated[str, Field(description="Metadata key (ASCII letters, digits, _).")]
-    op: Annotated[Literal["eq", "ne", "lt", "le", "gt", "ge"], Field(description="Comparison.")]
-    value: Annotated[JsonScalar, Field(description="Compared type-strictly: 20230601 never matches \"20230601\".")]
+    field: Annotated[str, _doc("Metadata key (ASCII letters, digits, _).")]
+    op: Annotated[Literal["eq", "ne", "lt", "le", "gt", "ge"], _doc("Comparison.")]
+    value: Annotated[JsonScalar, _doc('Compared type-strictly: 20230601 never matches "20230601".')]
 
 
-Query = Annotated[str, Field(description="Natural-language query.")]
-K = Annotated[Integer, Field(description=f"Number of results (default {limits.DEFAULT_RECALL_K}, capped at {limits.MAX_RECALL_LIMIT}).")]
+# --- parameter slots, shared by name across tools --------------------------------------------
+Query = Annotated[str, _doc("Natural-language query.")]
+K = Annotated[Integer, _doc(
+    f"Number of results (default {limits.DEFAULT_RECALL_K}, capped at {limits.MAX_RECALL_LIMIT}).")]
 Filter = Annotated[OptObject, optional('Exact-match metadata filter, e.g. {"project": "veles"}.')]
-Relation = Annotated[str, Field(description="Edge label, read as `from relation to` (caused_by, depends_on, …).")]
+Relation = Annotated[str, _doc("Edge label, read as `from relation to` (caused_by, depends_on, …).")]
+
+Fact = Annotated[str, _doc(
+    f"The text to store, at most {limits.MAX_EMBEDDABLE_TEXT_BYTES} bytes (refused, never truncated).")]
+Links = Annotated[opt_array_of(Link), optional("Typed edges created at write time: [{target, relation}].")]
+Metadata = Annotated[OptObject, optional(
+    f"Free-form metadata for later filtering, at most {limits.MAX_METADATA_BYTES // limits.KIB} KiB "
+    "serialized. _veles_date (YYYYMMDD) is stamped with today unless given.")]
+TtlSeconds = Annotated[OptInteger, optional(
+    "Durable expiry in seconds. Omit for a permanent fact (or the server's VELESDB_MEMORY_DEFAULT_TTL).")]
+Filters = Annotated[array_of(Predicate), _doc(
+    "Typed predicates [{field, op, value}], op in eq, ne, lt, le, gt, ge; all ANDed.")]
+Hops = Annotated[Integer, _doc(
+    f"Graph hops walked from the top vector hit (default {limits.DEFAULT_FUSED_HOPS}, "
+    f"capped at {limits.MAX_FUSED_HOPS}).")]
+GraphBoost = Annotated[Number, _doc(
+    "Weight added to a graph-reached fact's normalised vector score "
+    f"(default {limits.DEFAULT_GRAPH_BOOST}).")]
+Pool = Annotated[OptInteger, optional(
+    "Oversampled vector candidate pool re-ranked before the k cutoff (default "
+    f"max(k x {limits.FUSED_POOL_FACTOR}, {limits.MIN_FUSED_POOL}), capped at {limits.MAX_FUSED_POOL}).")]
+DateField = Annotated[OptString, optional(
+    "Metadata key holding each fact's YYYYMMDD date (e.g. _veles_date); adds dated_context and now.")]
+Success = Annotated[Boolean, _doc("true = the fact was useful, false = it was noise.")]
+Decision = Annotated[str, _doc("The decision or fact to explain.")]
+MaxHops = Annotated[Integer, _doc(
+    f"Default {limits.DEFAULT_WHY_HOPS}, capped at {limits.MAX_WHY_HOPS}.")]
+SeedFilter = Annotated[OptObject, optional(
+    'Exact-match metadata filter scoping the seed, e.g. {"project": "veles"}.')]
+Cursor = Annotated[OptId, optional("The previous page's next_cursor. Omit to start the walk.")]
+PageSize = Annotated[Integer, _doc(
+    f"Page size (default {limits.DEFAULT_LIST_LIMIT}, clamped server-side).")]
+ListFilter = Annotated[OptObject, optional(
+    "Keep only facts whose metadata equals every given key (pages may be sparse; keep following "
+    "next_cursor).")]
+IncludeInternal = Annotated[Boolean, _doc(
+    "Also list graph scaffolding and reserved _veles_* keys, verbatim.")]
 
 
 def register(mcp: FastMCP, app: AppContext) -> None:
     """Install the eleven memory tools on ``mcp``, bound to ``app.memory``."""
 
     @mcp.tool(annotations=WRITE)
-    def remember(
-        fact: Annotated[str, Field(description=f"The text to store, at most {limits.MAX_EMBEDDABLE_TEXT_BYTES} bytes (refused, never truncated).")],
-        links: Annotated[opt_array_of(Link), optional("Typed edges created at write time: [{target, relation}].")],
-        metadata: Annotated[OptObject, optional(f"Free-form metadata for later filtering, at most {limits.MAX_METADATA_BYTES // limits.KIB} KiB serialized. _veles_date (YYYYMMDD) is stamped with today unless given.")],
-        ttl_seconds: Annotated[OptInteger, optional("Durable expiry in seconds. Omit for a permanent fact (or the server's VELESDB_MEMORY_DEFAULT_TTL).")],
-    ) -> Result:
+    def remember(fact: Fact, links: Links, metadata: Metadata, ttl_seconds: TtlSeconds) -> Result:
         """Store a fact in durable local memory. Returns { id, id_str }; the id is derived from the text, so re-remembering identical text updates it in place."""
-        plain_links = None if links is None else [{"target": l.target, "relation": l.relation} for l in links]
-        return app.memory.remember(fact, links=plain_links, metadata=metadata, ttl_seconds=ttl_seconds).to_dict()
+        plain = None if links is None else [{"target": l.target, "relation": l.relation} for l in links]
+        return app.memory.remember(fact, links=plain, metadata=metadata, ttl_seconds=ttl_seconds).to_dict()
 
     @mcp.tool(annotations=READ)
     def recall(*, query: Query, k: K = limits.DEFAULT_RECALL_K, filter: Filter) -> Result:
@@ -84,12 +122,7 @@ def register(mcp: FastMCP, app: AppContext) -> None:
         return app.memory.recall(query, k=k, filter=filter).to_dict()
 
     @mcp.tool(annotations=READ)
-    def recall_where(
-        *,
-        query: Query,
-        filters: Annotated[array_of(Predicate), Field(description="Typed predicates [{field, op, value}], op in eq, ne, lt, le, gt, ge; all ANDed.")],
-        k: K = limits.DEFAULT_RECALL_K,
-    ) -> Result:
+    def recall_where(*, query: Query, filters: Filters, k: K = limits.DEFAULT_RECALL_K) -> Result:
         """Semantic recall constrained by typed column predicates (ranges and comparisons, type-strict). Returns { memories }, most similar first, same envelope as recall."""
         plain = [{"field": p.field, "op": p.op, "value": p.value} for p in filters]
         return app.memory.recall_where(query, plain, k=k).to_dict()
@@ -100,28 +133,28 @@ def register(mcp: FastMCP, app: AppContext) -> None:
         query: Query,
         k: K = limits.DEFAULT_RECALL_K,
         filter: Filter,
-        hops: Annotated[Integer, Field(description=f"Graph hops walked from the top vector hit (default {limits.DEFAULT_FUSED_HOPS}, capped at {limits.MAX_FUSED_HOPS}).")] = limits.DEFAULT_FUSED_HOPS,
-        graph_boost: Annotated[Number, Field(description=f"Weight added to a graph-reached fact's normalised vector score (default {limits.DEFAULT_GRAPH_BOOST}).")] = limits.DEFAULT_GRAPH_BOOST,
-        pool: Annotated[OptInteger, optional(f"Oversampled vector candidate pool re-ranked before the k cutoff (default max(k x {limits.FUSED_POOL_FACTOR}, {limits.MIN_FUSED_POOL}), capped at {limits.MAX_FUSED_POOL}).")],
-        date_field: Annotated[OptString, optional("Metadata key holding each fact's YYYYMMDD date (e.g. _veles_date); adds dated_context and now.")],
+        hops: Hops = limits.DEFAULT_FUSED_HOPS,
+        graph_boost: GraphBoost = limits.DEFAULT_GRAPH_BOOST,
+        pool: Pool,
+        date_field: DateField,
     ) -> Result:
         """recall plus a graph walk from the top vector hit that folds connected facts into the ranking. Returns { memories, dated_context?, now? } (the last two only with date_field and at least one dated fact)."""
-        return app.memory.recall_fused(
-            query, k=k, filter=filter, hops=hops, graph_boost=graph_boost, pool=pool, date_field=date_field
-        ).to_dict()
+        return app.memory.recall_fused(query, k=k, filter=filter, hops=hops, graph_boost=graph_boost,
+                                       pool=pool, date_field=date_field).to_dict()
 
     @mcp.tool(annotations=FEEDBACK)
     def feedback(
-        id: Annotated[Id, Field(description="The recalled memory to reinforce (decimal string or number).")],
-        success: Annotated[Boolean, Field(description="true = the fact was useful, false = it was noise.")],
+        id: Annotated[Id, _doc("The recalled memory to reinforce (decimal string or number).")],
+        success: Success,
     ) -> Result:
         """Reinforce a recalled memory with an outcome. Returns { id, id_str, confidence }, the new learned confidence in [0, 1] that recall re-ranks by."""
         return app.memory.feedback(id, success).to_dict()
 
     @mcp.tool(annotations=WRITE)
     def relate(
-        from_: Annotated[Id, Field(alias="from", description="The memory the link points from (decimal string or number).")],
-        to: Annotated[Id, Field(description="The memory the link points to (decimal string or number).")],
+        from_: Annotated[Id, Field(alias="from",
+                                   description="The memory the link points from (decimal string or number).")],
+        to: Annotated[Id, _doc("The memory the link points to (decimal string or number).")],
         relation: Relation,
     ) -> Result:
         """Create a typed, directional edge between two existing memories (why follows outgoing edges: point from at the decision, to at its evidence). Returns { edge_id, edge_id_str }; idempotent per (from, relation, to)."""
@@ -130,37 +163,33 @@ def register(mcp: FastMCP, app: AppContext) -> None:
     @mcp.tool(annotations=DELETE)
     def unrelate(
         from_: Annotated[Id, Field(alias="from", description="The side the link points from, as given to relate.")],
-        to: Annotated[Id, Field(description="The side the link points to.")],
-        relation: Annotated[str, Field(description="The label of the link to remove.")],
+        to: Annotated[Id, _doc("The side the link points to.")],
+        relation: Annotated[str, _doc("The label of the link to remove.")],
     ) -> Result:
         """Remove a typed edge, relate's exact undo; the memories stay. Returns { found, removed }; an absent edge answers found: false."""
         return app.memory.unrelate(from_, to, relation).to_dict()
 
     @mcp.tool(annotations=DELETE)
-    def forget(id: Annotated[Id, Field(description="As returned by remember or recall (decimal string or number).")]) -> Result:
+    def forget(id: Annotated[Id, _doc("As returned by remember or recall (decimal string or number).")]) -> Result:
         """Permanently delete a memory by id, with its graph links. Returns { id, id_str, found }; found: false means nothing was stored under that id (a no-op)."""
         return app.memory.forget(id).to_dict()
 
     @mcp.tool(annotations=READ)
-    def why(
-        *,
-        decision: Annotated[str, Field(description="The decision or fact to explain.")],
-        max_hops: Annotated[Integer, Field(description=f"Default {limits.DEFAULT_WHY_HOPS}, capped at {limits.MAX_WHY_HOPS}.")] = limits.DEFAULT_WHY_HOPS,
-        filter: Annotated[OptObject, optional('Exact-match metadata filter scoping the seed, e.g. {"project": "veles"}.')],
-    ) -> Result:
+    def why(*, decision: Decision, max_hops: MaxHops = limits.DEFAULT_WHY_HOPS, filter: SeedFilter) -> Result:
         """Find the best-matching memory and return the subgraph reachable from it through outgoing typed links. Returns { nodes: [ { id, id_str, content, hop } ], edges: [ { from, from_str, to, to_str, relation } ], truncated }; the seed is hop 0."""
         return app.memory.why(decision, max_hops=max_hops, filter=filter).to_dict()
 
     @mcp.tool(annotations=READ)
     def list_memories(
         *,
-        cursor: Annotated[OptId, optional("The previous page's next_cursor. Omit to start the walk.")],
-        limit: Annotated[Integer, Field(description=f"Page size (default {limits.DEFAULT_LIST_LIMIT}, clamped server-side).")] = limits.DEFAULT_LIST_LIMIT,
-        filter: Annotated[OptObject, optional("Keep only facts whose metadata equals every given key (pages may be sparse; keep following next_cursor).")],
-        include_internal: Annotated[Boolean, Field(description="Also list graph scaffolding and reserved _veles_* keys, verbatim.")] = False,
+        cursor: Cursor,
+        limit: PageSize = limits.DEFAULT_LIST_LIMIT,
+        filter: ListFilter,
+        include_internal: IncludeInternal = False,
     ) -> Result:
         """Audit the store: walk every stored fact page by page, ids ascending. Returns { memories: [ { id, id_str, content, metadata } ], next_cursor }; next_cursor is a decimal string, null ends the walk."""
-        return app.memory.list_memories(cursor=cursor, limit=limit, filter=filter, include_internal=include_internal).to_dict()
+        return app.memory.list_memories(cursor=cursor, limit=limit, filter=filter,
+                                         include_internal=include_internal).to_dict()
 
     @mcp.tool(annotations=READ)
     def memory_status() -> Result:

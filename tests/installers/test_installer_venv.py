@@ -1,0 +1,49 @@
+"""The real install path once: the .sh installer pip-installs this checkout (a built wheel, not the
+editable tree) into its virtual environment, and the service runs the daemon from that venv.
+
+To stay fast and offline-friendly for dependencies, the venv is pre-created with
+``--system-site-packages`` (the installer reuses an existing venv), so pip builds and installs only
+velesmem itself (its build backend is fetched by pip's build isolation).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from installer_helpers import INSTALLER, REPO, clean_env, free_port, health_ok, poll
+
+
+def test_installer_pip_installs_the_checkout_and_runs_the_daemon_from_its_venv(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=120)
+    port = free_port()
+    env = clean_env(home, VELESMEM_INSTALL_VENV=str(venv), VELESMEM_INSTALL_SOURCE=str(REPO),
+                    VELESMEM_INSTALL_MANAGER="background")
+    run = subprocess.run(["bash", str(INSTALLER), f"--port={port}", "--yes", "--skip-ca-trust",
+                          "--skip-client=claude-desktop,codex"], env=env, capture_output=True, text=True,
+                         timeout=240, check=False, stdin=subprocess.DEVNULL)
+    try:
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert f"done     pip install {REPO}" in run.stdout
+        assert "skipped  CA trust — --skip-ca-trust" in run.stdout
+        venv_python = venv / "bin" / "python"
+        where = subprocess.run([str(venv_python), "-c", "import velesmem.service.render as r; print(r.__file__)"],
+                               capture_output=True, text=True, check=True, timeout=60, cwd=tmp_path).stdout
+        assert where.startswith(str(venv)), where  # the installed wheel, templates included
+        spec = json.loads((home / ".local/state/velesdb-memory/daemon.json").read_text())
+        assert spec["python"] == str(venv_python)
+        assert health_ok(port, home / ".velesdb-memory-tls" / "ca-cert.pem")
+        assert json.loads((home / ".cursor/mcp.json").read_text())["mcpServers"]["velesdb-memory"]["url"] \
+            == f"https://127.0.0.1:{port}/mcp"
+    finally:
+        gone = subprocess.run(["bash", str(INSTALLER), "--uninstall", "--yes"], env=env, capture_output=True,
+                              text=True, timeout=120, check=False, stdin=subprocess.DEVNULL)
+    assert gone.returncode == 0, gone.stdout + gone.stderr
+    poll(lambda: not health_ok(port, home / ".velesdb-memory-tls" / "ca-cert.pem"), timeout=30,
+         what="the daemon to stop")
+    assert (home / ".velesdb-memory").is_dir() and venv.is_dir()

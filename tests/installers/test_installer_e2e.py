@@ -186,6 +186,23 @@ def test_invalid_json_is_left_byte_identical_and_reported(install: Install) -> N
         windsurf.write_bytes(good)
 
 
+def test_new_port_restarts_the_daemon_and_rewires_every_client(install: Install) -> None:
+    old_port, old_pid = install.port, install.pid()
+    new_port = free_port()
+    run = run_installer(install.home, f"--port={new_port}", "--yes", "--ttl", "86400")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "daemon restarted" in run.stdout
+    install.port = new_port
+    assert install.pid() != old_pid
+    assert health_ok(new_port, install.ca) and not health_ok(old_port, install.ca)
+    configs = install.configs()
+    assert json.loads(configs["windsurf"].read_text())["mcpServers"]["velesdb-memory"]["serverUrl"] == install.url
+    desktop = json.loads(configs["claude-desktop"].read_text())["mcpServers"]["velesdb-memory"]
+    assert install.url in desktop["args"]
+    assert tomllib.loads(configs["codex"].read_text())["mcp_servers"]["velesdb-memory"] == {"url": install.url}
+    assert len(list(configs["windsurf"].parent.glob("mcp_config.json.bak.*"))) == 1  # backed up once
+
+
 def test_doctor_sees_the_installed_service_trust_and_clients(install: Install) -> None:
     done = subprocess.run([sys.executable, "-m", "velesmem", "doctor", "--port", str(install.port)],
                           env=clean_env(install.home), capture_output=True, text=True, timeout=90, check=False)

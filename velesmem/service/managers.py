@@ -278,6 +278,8 @@ def select_manager(host: Host, requested: str = "auto") -> Manager:
     if requested != "auto":
         if requested not in classes:
             raise ServiceError(f"unknown service manager {requested!r}: one of auto, {', '.join(classes)}")
+        if requested == "background" and host.is_windows:  # os.kill(pid, 0) terminates on Windows
+            raise ServiceError("the background manager is POSIX-only; Windows uses the Scheduled Task")
         return classes[requested](host)
     if host.is_macos:
         return Launchd(host)

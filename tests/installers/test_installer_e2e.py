@@ -239,6 +239,7 @@ def test_busy_port_is_refused_and_nothing_is_wired(tmp_path: Path) -> None:
     assert run.returncode == 1
     assert f"port {port} on 127.0.0.1 is held by another program" in run.stderr
     assert "--port=<other>" in run.stderr
+    assert f"pid {os.getpid()} (" in run.stderr  # the holder is named (this test process)
     assert not (tmp_path / ".cursor").exists() and not (tmp_path / ".config").exists()
     assert not (tmp_path / ".local/state/velesdb-memory/daemon.pid").exists()
     assert "failed" in run.stdout and "no client was wired" in run.stdout

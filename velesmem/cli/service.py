@@ -71,8 +71,9 @@ def _install(args: argparse.Namespace) -> int:
         print(f"wrote {path}")
     where = f"{spec.url} ({report.manager}; store {spec.store}; embedder {spec.embedder})"
     if not report.health.ok:
-        print(f"daemon {report.action} but /health did not answer: {report.health.detail}", file=sys.stderr)
-        record(args, "failed", f"daemon {where}", report.health.detail)
+        print(f"daemon {report.action} but /health did not answer: {report.health.detail}; its log: "
+              f"{manager.log_hint()}", file=sys.stderr)
+        record(args, "failed", f"daemon {where}", f"{report.health.detail}; log: {manager.log_hint()}")
         return 1
     print(f"daemon {report.action}: {where}")
     record(args, "done" if report.action != "unchanged" else "skipped",

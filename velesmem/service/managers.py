@@ -77,6 +77,10 @@ class Manager(ABC):
     def describe(self) -> str:
         return self.name
 
+    def log_hint(self) -> str:
+        """Where the daemon's output goes, for error messages."""
+        return str(layout.log_dir(self.host))
+
 
 class Launchd(Manager):
     name = "launchd"
@@ -166,6 +170,9 @@ class Systemd(Manager):
     def is_running(self) -> bool:
         return _run(["systemctl", "--user", "is-active", "--quiet", render.SYSTEMD_UNIT], check=False).returncode == 0
 
+    def log_hint(self) -> str:
+        return f"journalctl --user -u {render.SYSTEMD_UNIT}"
+
 
 class Background(Manager):
     """No service manager: a detached process (new session) with a pid file. No restart at login."""
@@ -212,6 +219,9 @@ class Background(Manager):
 
     def is_running(self) -> bool:
         return self.pid() is not None
+
+    def log_hint(self) -> str:
+        return str(self.log_file)
 
     def describe(self) -> str:
         pid = self.pid()

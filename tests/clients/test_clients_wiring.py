@@ -111,3 +111,38 @@ def test_unreadable_config_is_reported_not_raised(tmp_path: Path) -> None:
     assert result["cursor"].action == "refused" and "not valid JSON" in result["cursor"].detail
     assert result["windsurf"].action == "added"
     assert (tmp_path / ".cursor/mcp.json").read_bytes() == b"{oops"
+
+
+def test_unwritable_config_dir_is_a_failed_outcome_not_a_crash(tmp_path: Path) -> None:
+    (tmp_path / ".cursor").write_text("a file where the directory should be")
+    host = host_with(tmp_path, str(tmp_path / "empty-bin"))
+    result = by_client(wire_clients(WireRequest(URL, "ca.pem"), host))
+    assert result["cursor"].action == "failed" and not result["cursor"].ok
+    assert result["windsurf"].action == "added"
+
+
+def test_desktop_entry_shapes_npx_global_bridge_and_windows() -> None:
+    from velesmem.clients.node import NodeTools
+    from velesmem.clients.wiring import desktop_entry
+
+    request = WireRequest(URL, "/Users/you/.velesdb-memory-tls/ca-cert.pem")
+    mac = Host("Darwin", "/Users/you", {})
+    npx = NodeTools(node="/opt/homebrew/bin/node", npx="/opt/homebrew/bin/npx", mcp_remote=None)
+    assert desktop_entry(mac, npx, request) == {
+        "command": "/opt/homebrew/bin/npx",
+        "args": ["-y", "mcp-remote", URL, "--transport", "http-only"],
+        "env": {"NODE_EXTRA_CA_CERTS": request.ca_cert, "PATH": "/opt/homebrew/bin:/usr/bin:/bin"},
+    }
+    bridge = NodeTools(node="/opt/homebrew/bin/node", npx="/opt/homebrew/bin/npx",
+                       mcp_remote="/Users/you/.npm-global/bin/mcp-remote")
+    entry = desktop_entry(mac, bridge, request)
+    assert entry["command"] == "/Users/you/.npm-global/bin/mcp-remote"
+    assert entry["args"] == [URL, "--transport", "http-only"]
+    assert entry["env"]["PATH"] == "/opt/homebrew/bin:/Users/you/.npm-global/bin:/usr/bin:/bin"
+    win = Host("Windows", "C:\\Users\\you", {"SystemRoot": "C:\\Windows"})
+    tools = NodeTools(node="C:\\Program Files\\nodejs\\node.exe", npx="C:\\Program Files\\nodejs\\npx.cmd",
+                      mcp_remote=None)
+    wreq = WireRequest(URL, "C:\\Users\\you\\.velesdb-memory-tls\\ca-cert.pem")
+    entry = desktop_entry(win, tools, wreq)
+    assert entry["command"] == "C:\\Program Files\\nodejs\\npx.cmd"
+    assert entry["env"]["PATH"] == "C:\\Program Files\\nodejs;C:\\Windows\\System32"

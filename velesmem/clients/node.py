@@ -38,10 +38,6 @@ class NodeTools:
     npx: str | None
     mcp_remote: str | None
 
-    @property
-    def bin_dir(self) -> str:
-        return str(PurePath(self.node).parent)
-
 
 def _which(host: Host, *names: str) -> str | None:
     path = host.env.get("PATH", "")
@@ -67,11 +63,11 @@ def bridge_env(host: Host, tools: NodeTools, ca_cert: str) -> dict[str, str]:
     """The env block of the Desktop entry: the CA, and a PATH holding Node's directory."""
     if host.is_windows:
         system32 = str(host.pure(host.env.get("SystemRoot", r"C:\Windows"), "System32"))
-        parts, sep = [tools.bin_dir, system32], ";"
+        parts, sep = [str(host.pure(tools.node).parent), system32], ";"
     else:
-        parts, sep = [tools.bin_dir, "/usr/bin", "/bin"], ":"
+        parts, sep = [str(host.pure(tools.node).parent), "/usr/bin", "/bin"], ":"
     if tools.mcp_remote:
-        parts.insert(1, str(PurePath(tools.mcp_remote).parent))
+        parts.insert(1, str(host.pure(tools.mcp_remote).parent))
     seen: list[str] = []
     for part in parts:
         if part not in seen:

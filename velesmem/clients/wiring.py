@@ -55,6 +55,9 @@ def wire_clients(request: WireRequest, host: Host | None = None,
         except ConfigRefused as exc:
             path = str(catalog.CONFIG_PATHS[name](host))
             outcomes.append(Outcome(name, "refused", exc.message, path=path))
+        except OSError as exc:  # permissions, a full disk, a directory where a file should be
+            path = str(catalog.CONFIG_PATHS[name](host))
+            outcomes.append(Outcome(name, "failed", f"{type(exc).__name__}: {exc}", path=path))
     return outcomes
 
 
@@ -101,7 +104,7 @@ def _claude_desktop(request: WireRequest, host: Host, clock: Callable[[], float]
     if problem is not None:
         return Outcome(name, "failed", f"Node could not fetch {request.health_url} with "
                        f"NODE_EXTRA_CA_CERTS={request.ca_cert}: {problem}", path=str(path))
-    result = upsert_json_entry(path, SERVER_NAME, desktop_entry(host, tools, request))
+    result = upsert_json_entry(path, SERVER_NAME, desktop_entry(host, tools, request), clock=clock)
     return _file_outcome(name, path, result, "restart Claude Desktop fully (Quit, not close) to load it"
                          if result[0] != "unchanged" else "")
 

@@ -2,18 +2,20 @@
 
 For a query q and a candidate fact f (docs/ranking.md has the why and the LoCoMo figures):
 
-    vec(f)   = (cos(q, f) + 1) / 2                      in [0, 1]
     lex(f)   = bm25(q, f) / max over candidates bm25     in [0, 1]   (0 when no term matches)
-    fused(f) = w_vec * vec(f) + w_lex * lex(f)          w_lex = 1; w_vec = 1 for a semantic
-                                                          embedder, HASH_VECTOR_WEIGHT otherwise
+    fused(f) = w_vec * cos(q, f) + lex(f)               w_vec = 1 for a semantic embedder
+                                                          (the 1 : 1 of the calibration), 0.5
+                                                          for the hash embedder (LoCoMo-tuned)
     key(f)   = fused(f) * (1 + 0.5 * (2 * confidence(f) - 1))
 
 Candidates: the vector side's top ``depth`` (exact or HNSW, restricted to the filter) unioned
 with BM25's top ``depth`` (FTS5, same filter), each candidate scored on both sides exactly. The
 BM25 query is the query's word tokens (FTS5 ``unicode61`` tokens, diacritics folded) minus
 English stopwords, OR-ed; with no term left the ranking is the vector one. In ``vector`` mode
-(``VELESDB_MEMORY_RECALL_MODE=vector``) key(f) = vec(f) * the same confidence factor, applied to
-the vector top-k only, as the reference does. The returned score is always the raw cosine.
+(``VELESDB_MEMORY_RECALL_MODE=vector``) key(f) = (cos(q, f) + 1) / 2 * the same confidence
+factor, applied to the vector top-k only, as the reference does. The returned score is always
+the raw cosine; ``relevance`` (what recall_fused normalises) is max(key, 0) in hybrid mode and
+max(cos, 0) in vector mode, so an unrelated fact weighs nothing there.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from velesmem.ids import to_u64
 from velesmem.memory.filters import TRUE, Condition
 from velesmem.store import Store
 
-HASH_VECTOR_WEIGHT = 0.25
+SEMANTIC_VECTOR_WEIGHT = 1.0  # cosine : normalised BM25 = 1 : 1 (STACK_NOTES calibration)
+HASH_VECTOR_WEIGHT = 0.5  # LoCoMo-tuned, docs/ranking.md
 LEX_WEIGHT = 1.0
 MIN_CANDIDATES = 32
 MAX_QUERY_TERMS = 32
@@ -52,11 +55,12 @@ did does let may might must shall would us
 
 @dataclass(frozen=True)
 class Ranked:
-    """One ranked fact: its int64 key, the rank key and the raw cosine similarity."""
+    """One ranked fact: its int64 id, rank key, raw cosine and non-negative relevance."""
 
     id: int
     key: float
     cosine: float
+    relevance: float = 0.0
 
 
 def fts_terms(query: str) -> list[str]:
@@ -83,7 +87,7 @@ class Ranker:
         self.store = store
         self.embedder = embedder
         self.mode = mode
-        self.vector_weight = 1.0 if embedder.semantic else HASH_VECTOR_WEIGHT
+        self.vector_weight = SEMANTIC_VECTOR_WEIGHT if embedder.semantic else HASH_VECTOR_WEIGHT
 
     def rank(self, query: str, depth: int, cond: Condition, now: float) -> list[Ranked]:
         """The best ``depth`` live user facts matching ``cond``, best first."""
@@ -118,13 +122,14 @@ class Ranker:
             conf = confidences.get(i)
             if conf is None:
                 continue  # gone since the search (forgotten, expired)
-            vec = (c + 1.0) / 2.0
+            factor = confidence_factor(conf)
             if self.mode == "vector":
-                fused = vec
+                key = (c + 1.0) / 2.0 * factor
+                out.append(Ranked(i, key, c, max(c, 0.0) * factor))
             else:
-                fused = self.vector_weight * vec + LEX_WEIGHT * (lex.get(i, 0.0) / best if best > 0
-                                                                 else 0.0)
-            out.append(Ranked(i, fused * confidence_factor(conf), c))
+                lexical = lex.get(i, 0.0) / best if best > 0 else 0.0
+                key = (self.vector_weight * c + LEX_WEIGHT * lexical) * factor
+                out.append(Ranked(i, key, c, max(key, 0.0)))
         out.sort(key=lambda r: (-r.key, to_u64(r.id)))
         return out[:depth]
 

@@ -190,9 +190,9 @@ class MemoryService:
         ranked = self._ranker.rank(q, depth, cond, now)
         fused: dict[int, float] = {}
         cosine: dict[int, float] = {}
-        top = max((r.key for r in ranked), default=0.0)
+        top = max((r.relevance for r in ranked), default=0.0)
         for r in ranked:
-            fused[r.id] = (max(r.key, 0.0) / top) if top > 0 else 0.0
+            fused[r.id] = r.relevance / top if top > 0 else 0.0
             cosine[r.id] = r.cosine
         if ranked:
             conn = self.store.reader()

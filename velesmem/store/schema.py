@@ -57,7 +57,7 @@ def _v1_initial(conn: sqlite3.Connection) -> None:
         CREATE INDEX edges_dst ON edges(dst);
         CREATE VIRTUAL TABLE facts_fts USING fts5(
             content, content='facts', content_rowid='id',
-            tokenize='unicode61 remove_diacritics 2'
+            tokenize='porter unicode61 remove_diacritics 2'
         );
     """)
 

@@ -26,6 +26,8 @@ from velesmem.store.writer import Writer
 
 DB_FILE = "memory.sqlite3"
 BUSY_TIMEOUT_MS = 10_000
+MMAP_BYTES = 1 << 30  # reads through the OS page cache without a syscall per page
+CACHE_KIB = 32 * 1024  # per connection
 log = logging.getLogger(__name__)
 
 
@@ -42,6 +44,8 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
     conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False,
                            timeout=BUSY_TIMEOUT_MS / 1000)
     conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+    conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
     if readonly:
         conn.execute("PRAGMA query_only=1")
     else:

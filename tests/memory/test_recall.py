@@ -1,0 +1,225 @@
+"""recall / recall_where: ranking, score, filters, k bounds, u64 ids, and a brute-force oracle."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from velesmem import limits
+from velesmem.errors import InvalidInput
+from velesmem.ids import fact_id
+from velesmem.memory import MemoryService
+from velesmem.store import vector_index
+
+
+def high_id_texts(n: int) -> list[str]:
+    """Texts whose FNV id is at or above 2^63 (negative as int64)."""
+    out, i = [], 0
+    while len(out) < n:
+        text = f"release {i} shipped the payment retries"
+        if fact_id(text) >= 1 << 63:
+            out.append(text)
+        i += 1
+    return out
+
+
+def test_score_is_the_raw_cosine(mem: MemoryService) -> None:
+    mem.remember("billing retries are capped at three")
+    got = mem.recall("billing retries").memories[0]
+    q, f = mem.embedder.embed(["billing retries", "billing retries are capped at three"])
+    assert got.score == pytest.approx(float(q @ f), abs=1e-6)
+
+
+def test_hybrid_puts_the_lexical_match_first(mem: MemoryService) -> None:
+    mem.remember("the cat sat on the mat")
+    mem.remember("a payment provider timeout was set to 8 seconds")
+    mem.remember("the dog chased the cat around the garden")
+    top = mem.recall("what timeout does the payment provider use?", k=3).memories
+    assert top[0].content.startswith("a payment provider timeout")
+
+
+def test_k_bounds(mem: MemoryService) -> None:
+    for n in range(5):
+        mem.remember(f"note number {n} about deploys")
+    assert len(mem.recall("deploys").memories) == 5
+    assert len(mem.recall("deploys", k=2).memories) == 2
+    assert len(mem.recall("deploys", k=limits.MAX_RECALL_LIMIT).memories) == 5
+    for bad in (0, -1, limits.MAX_RECALL_LIMIT + 1, 2.0, True, "3"):
+        with pytest.raises(InvalidInput, match="k must"):
+            mem.recall("deploys", k=bad)  # type: ignore[arg-type]
+
+
+def test_empty_query_is_refused(mem: MemoryService) -> None:
+    with pytest.raises(InvalidInput, match="query"):
+        mem.recall("  ")
+
+
+def test_exact_filter_is_type_strict(mem: MemoryService) -> None:
+    mem.remember("string ts", metadata={"ts": "20230601", "project": "a"})
+    mem.remember("number ts", metadata={"ts": 20230601, "project": "a"})
+    mem.remember("nested", metadata={"tags": ["x", "y"], "o": {"b": 1, "a": 2}})
+    assert [m.content for m in mem.recall("ts", filter={"ts": 20230601}).memories] == ["number ts"]
+    assert [m.content for m in mem.recall("ts", filter={"ts": "20230601"}).memories] == [
+        "string ts"]
+    assert [m.content for m in mem.recall("x", filter={"tags": ["x", "y"]}).memories] == [
+        "nested"]
+    assert [m.content for m in mem.recall("x", filter={"o": {"a": 2, "b": 1}}).memories] == [
+        "nested"]
+    assert mem.recall("ts", filter={"project": "b"}).memories == []
+    with pytest.raises(InvalidInput, match="reserved"):
+        mem.recall("ts", filter={"_veles_kind": "x"})
+
+
+def test_confidence_reorders_recall_but_not_the_score(vmem: MemoryService) -> None:
+    a = vmem.remember("alpha beta gamma delta")
+    b = vmem.remember("alpha beta gamma epsilon")
+    first = vmem.recall("alpha beta gamma", k=2).memories
+    loser = first[1].id
+    for _ in range(5):
+        vmem.feedback(loser, True)
+    for _ in range(5):
+        vmem.feedback(first[0].id, False)
+    again = vmem.recall("alpha beta gamma", k=2).memories
+    assert again[0].id == loser and {a.id, b.id} == {m.id for m in again}
+    assert again[0].score == pytest.approx(first[1].score)
+
+
+def test_ids_above_2_63_round_trip(mem: MemoryService) -> None:
+    texts = high_id_texts(3)
+    ids = [mem.remember(t).id for t in texts]
+    assert all(i >= 1 << 63 for i in ids)
+    got = mem.recall("payment retries", k=10).memories
+    assert {m.id for m in got} == set(ids)
+    assert all(m.to_dict()["id_str"] == str(m.id) for m in got)
+    mem.relate(str(ids[0]), ids[1], "follows")
+    assert mem.forget(str(ids[2])).found
+    assert {m.id for m in mem.recall("payment retries").memories} == set(ids[:2])
+
+
+def test_forgotten_and_internal_facts_never_come_back(mem: MemoryService) -> None:
+    keep = mem.remember("keep this deploy note")
+    gone = mem.remember("drop this deploy note")
+    mem.put_internal(77, "deploy note scaffolding", {"project": "x"}, kind="source")
+    mem.forget(gone.id)
+    assert [m.id for m in mem.recall("deploy note").memories] == [keep.id]
+    assert [m.id for m in mem.recall_where("deploy note", [
+        {"field": "project", "op": "ne", "value": "zzz"}]).memories] == []
+
+
+# --- recall_where --------------------------------------------------------------------------
+
+@pytest.fixture
+def dated(mem: MemoryService) -> MemoryService:
+    mem.remember("jan incident", metadata={"_veles_date": 20260105, "sev": 2, "ok": True})
+    mem.remember("feb incident", metadata={"_veles_date": 20260210, "sev": 1.5, "ok": False})
+    mem.remember("mar incident", metadata={"_veles_date": 20260301, "sev": "high"})
+    mem.remember("undated incident", metadata={"sev": None})
+    return mem
+
+
+def where(mem: MemoryService, *preds: tuple) -> set[str]:
+    filters = [{"field": f, "op": o, "value": v} for f, o, v in preds]
+    return {m.content for m in mem.recall_where("incident", filters, k=10).memories}
+
+
+def test_recall_where_ranges_and_types(dated: MemoryService) -> None:
+    assert where(dated, ("_veles_date", "ge", 20260101), ("_veles_date", "le", 20260131)) == {
+        "jan incident"}
+    assert where(dated, ("sev", "gt", 1)) == {"jan incident", "feb incident"}
+    assert where(dated, ("sev", "eq", "high")) == {"mar incident"}
+    assert where(dated, ("sev", "ne", 2)) == {"feb incident"}  # absent/null/str never match
+    assert where(dated, ("ok", "eq", True)) == {"jan incident"}
+    assert where(dated, ("ok", "ne", True)) == {"feb incident"}
+    assert where(dated, ("sev", "eq", "2")) == set()
+    assert where(dated, ("missing", "ne", "x")) == set()
+
+
+@pytest.mark.parametrize("pred,match", [
+    ({"field": "ok", "op": "lt", "value": True}, "booleans support eq and ne"),
+    ({"field": "sev", "op": "like", "value": 1}, "op must be one of"),
+    ({"field": "sev", "op": "eq", "value": None}, "string, number or boolean"),
+    ({"field": "sev", "op": "eq", "value": [1]}, "string, number or boolean"),
+    ({"field": "se-v", "op": "eq", "value": 1}, "ASCII letters"),
+    ({"field": "content", "op": "eq", "value": "x"}, "reserved"),
+    ({"field": "_veles_kind", "op": "eq", "value": "x"}, "reserved"),
+    ({"field": "sev", "op": "eq"}, "exactly field, op and value"),
+])
+def test_recall_where_refusals(dated: MemoryService, pred: dict, match: str) -> None:
+    with pytest.raises(InvalidInput, match=match):
+        dated.recall_where("incident", [pred])
+
+
+# --- a brute-force oracle --------------------------------------------------------------------
+
+WORDS = ["red", "green", "blue", "fast", "slow", "cache", "disk", "net", "cpu", "lock"]
+fact_st = st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join)
+record_st = st.tuples(fact_st, st.sampled_from(["a", "b", "c"]), st.integers(0, 5))
+
+
+def oracle(mem: MemoryService, facts: dict[str, tuple[str, int]], query: str, k: int,
+           project: str | None, min_n: int | None) -> list[int]:
+    q = mem.embedder.embed([query])[0]
+    scored = []
+    for text, (proj, n) in facts.items():
+        if project is not None and proj != project:
+            continue
+        if min_n is not None and not n >= min_n:
+            continue
+        sim = float(mem.embedder.embed([text])[0] @ q)
+        scored.append((-round(sim, 5), fact_id(text), fact_id(text)))
+    scored.sort()
+    return [i for _, _, i in scored[:k]]
+
+
+def check_against_oracle(mem: MemoryService, records: list, query: str, k: int,
+                         project: str | None, min_n: int | None) -> None:
+    facts = {}
+    for text, proj, n in records:
+        mem.remember(text, metadata={"project": proj, "n": n})
+        facts[text.strip()] = (proj, n)
+    if min_n is None:
+        got = mem.recall(query, k=k, filter=None if project is None else {"project": project})
+    else:
+        preds = [{"field": "n", "op": "ge", "value": min_n}]
+        if project is not None:
+            preds.append({"field": "project", "op": "eq", "value": project})
+        got = mem.recall_where(query, preds, k=k)
+    want = oracle(mem, facts, query, k, project, min_n)
+    got_sims = [round(m.score, 5) for m in got.memories]
+    q = mem.embedder.embed([query])[0]
+    want_sims = sorted((round(float(mem.embedder.embed([t])[0] @ q), 5) for t in facts
+                        if fact_id(t) in want), reverse=True)
+    assert got_sims == want_sims  # same similarity profile: the true top-k among the matches
+    assert len(got.memories) == len(want)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(records=st.lists(record_st, min_size=1, max_size=30), query=fact_st,
+       k=st.integers(1, 8), project=st.sampled_from([None, "a", "b"]),
+       min_n=st.sampled_from([None, 0, 3]))
+def test_filtered_recall_matches_the_oracle(tmp_path_factory, clock, settings_vector,
+                                            records, query, k, project, min_n) -> None:
+    path = tmp_path_factory.mktemp("oracle")
+    with MemoryService.open(path, clock=clock, settings=settings_vector) as mem:
+        check_against_oracle(mem, records, query, k, project, min_n)
+
+
+def test_selector_and_hnsw_paths_match_the_oracle(tmp_path, clock, settings_vector,
+                                                  monkeypatch) -> None:
+    monkeypatch.setattr(vector_index, "EXACT_SCAN_MAX", 0)
+    monkeypatch.setattr(vector_index, "EXACT_FILTER_MAX", 0)
+    rng = np.random.default_rng(7)
+    records = [(" ".join(rng.choice(WORDS, size=4)) + f" item{i}", "ab"[i % 2], i % 6)
+               for i in range(300)]
+    with MemoryService.open(tmp_path, clock=clock, settings=settings_vector) as mem:
+        check_against_oracle(mem, records, "cache lock disk", 10, "a", None)
+        for text, _, _ in records[:40]:
+            mem.forget(fact_id(text))
+        got = mem.recall("cache lock disk", k=50).memories
+        assert not {m.id for m in got} & {fact_id(t) for t, _, _ in records[:40]}
+
+
+@pytest.fixture
+def settings_vector(settings):
+    return settings.with_overrides(recall_mode="vector")

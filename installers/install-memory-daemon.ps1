@@ -56,7 +56,7 @@ function Die([string]$Message) {
     exit 2
 }
 
-$Summary = New-TemporaryFile
+$Summary = (New-TemporaryFile).FullName
 function Note([string]$Status, [string]$Step, [string]$Detail = "") {
     Add-Content -LiteralPath $Summary -Value "$Status`t$Step`t$Detail" -Encoding utf8
 }
@@ -110,14 +110,17 @@ if ($env:VELESMEM_INSTALL_PYTHON) {
         Die "no velesmem installation at $Venv (set VELESMEM_INSTALL_VENV or VELESMEM_INSTALL_PYTHON)"
     }
 } else {
+    # The py launcher when present (py -3), else python on PATH. @(...) keeps a one-item list a list.
     $launcher = Get-Command py -ErrorAction SilentlyContinue
-    $base = if ($launcher) { @($launcher.Source, "-3") } else { @((Get-Command python -ErrorAction Stop).Source) }
-    & $base[0] @($base | Select-Object -Skip 1) -c "import sys; sys.exit(sys.version_info < (3, 11))"
+    $python = @(if ($launcher) { $launcher.Source; "-3" } else { (Get-Command python -ErrorAction Stop).Source })
+    $pyExe = $python[0]
+    $pyArgs = @($python | Select-Object -Skip 1)
+    & $pyExe @pyArgs -c "import sys; sys.exit(sys.version_info < (3, 11))"
     if ($LASTEXITCODE -ne 0) { Die "Python 3.11 or newer is required" }
     $Py = Join-Path $Venv "Scripts\python.exe"
     if (-not (Test-Path $Py)) {
         Write-Host "creating the virtual environment $Venv"
-        & $base[0] @($base | Select-Object -Skip 1) -m venv $Venv
+        & $pyExe @pyArgs -m venv $Venv
         if ($LASTEXITCODE -ne 0) { Die "python -m venv $Venv failed" }
         Note "done" "virtual environment $Venv"
     } else {

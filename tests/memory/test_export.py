@@ -1,0 +1,82 @@
+"""export: JSON Lines round trip, internal scaffolding, mismatched embedder, lock refusal."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from velesmem.memory import MemoryService
+from velesmem.memory.export import export_store
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def read(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_export_round_trip(tmp_path: Path, clock) -> None:
+    src, dst, out = tmp_path / "src", tmp_path / "dst", tmp_path / "m.jsonl"
+    with MemoryService.open(src, clock=clock) as mem:
+        a = mem.remember("decision: use sqlite", metadata={"project": "p", "n": 1.5})
+        b = mem.remember("evidence: benchmark", metadata={"_veles_date": 20260101})
+        mem.relate(a.id, b.id, "supported_by")
+        mem.put_internal(7, "Entity: sqlite", {"_veles_kind": "hub"}, kind="entity_hub")
+        mem.relate(a.id, 7, "about")
+        original = mem.list_memories().to_dict()
+    assert export_store(src, out, now=clock.now) == (2, 1)
+    lines = read(out)
+    assert [line["type"] for line in lines] == ["fact", "fact", "edge"]
+    with MemoryService.open(dst, clock=clock) as mem:
+        for line in lines:
+            if line["type"] == "fact":
+                mem.remember(line["content"], metadata=line["metadata"])
+            else:
+                mem.relate(line["from_str"], line["to_str"], line["relation"])
+        assert mem.list_memories().to_dict() == original
+        assert mem.memory_status().memory == {"facts": 2, "edges": 1}
+    export_store(src, out, include_internal=True, now=clock.now)
+    lines = read(out)
+    hub = [line for line in lines if line["type"] == "fact" and line["kind"] == "entity_hub"]
+    assert hub and hub[0]["metadata"] == {"_veles_kind": "hub"}
+    assert sum(line["type"] == "edge" for line in lines) == 2
+
+
+class Other:
+    model, dimension, semantic = "other", 8, True
+
+    def embed(self, texts):
+        return np.ones((len(texts), 8), dtype=np.float32) / np.sqrt(8)
+
+
+def test_export_works_on_a_mismatched_store(tmp_path: Path) -> None:
+    with MemoryService.open(tmp_path / "s", embedder=Other()) as mem:
+        mem.remember("filled by another embedder")
+    out = tmp_path / "m.jsonl"
+    env = {**os.environ, "VELESDB_MEMORY_PATH": str(tmp_path / "s"),
+           "PYTHONPATH": str(REPO)}
+    status = subprocess.run([sys.executable, "-m", "velesmem", "status"], env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert status.returncode == 1 and "filled by embedder 'other'" in status.stderr
+    done = subprocess.run([sys.executable, "-m", "velesmem", "export", "--output", str(out)],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert [line["content"] for line in read(out)] == ["filled by another embedder"]
+
+
+def test_export_is_refused_while_the_store_is_held(tmp_path: Path) -> None:
+    out = tmp_path / "m.jsonl"
+    env = {**os.environ, "VELESDB_MEMORY_PATH": str(tmp_path / "s"), "PYTHONPATH": str(REPO)}
+    with MemoryService.open(tmp_path / "s") as mem:
+        mem.remember("held")
+        done = subprocess.run([sys.executable, "-m", "velesmem", "export", "--output", str(out)],
+                              env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert f"pid {os.getpid()}" in done.stderr and "a velesmem daemon already owns this store" \
+        in done.stderr
+    assert not out.exists()

@@ -1,0 +1,166 @@
+"""Durability and recovery: kill -9 loses no acknowledged write; the FAISS cache rebuilds."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from velesmem.config import Settings
+from velesmem.errors import EmbedderMismatch, Internal
+from velesmem.ids import to_i64
+from velesmem.memory import MemoryService
+from velesmem.store import schema
+from velesmem.store.vector_index import INDEX_FILE, SIDECAR_FILE
+
+WRITER = """
+import sys, threading
+from velesmem.memory import MemoryService
+mem = MemoryService.open(sys.argv[1])
+out = threading.Lock()
+
+def ack(line):
+    with out:
+        sys.stdout.write(line + "\\n")
+        sys.stdout.flush()
+
+def work(t):
+    prev = None
+    for i in range(100000):
+        fid = mem.remember(f"child {t} fact {i} about durable writes").id
+        ack(f"F {fid}")
+        if prev is not None:
+            eid = mem.relate(fid, prev, "follows").edge_id
+            ack(f"E {eid} {fid} {prev}")
+        prev = fid
+
+threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+for th in threads:
+    th.start()
+for th in threads:
+    th.join()
+"""
+
+
+def test_sigkill_mid_load_loses_no_acknowledged_write(tmp_path: Path, spawn) -> None:
+    with MemoryService.open(tmp_path) as mem:  # a saved index the child's writes go past
+        base = mem.remember("written before the child, index saved at close").id
+    child = spawn(WRITER, str(tmp_path))
+    acked: list[str] = []
+    deadline = time.monotonic() + 60
+    while len(acked) < 400 and time.monotonic() < deadline:
+        line = child.stdout.readline()
+        if not line:
+            break
+        acked.append(line.strip())
+    os.kill(child.pid, signal.SIGKILL)
+    rest, err = child.communicate(timeout=30)
+    acked += [line for line in rest.splitlines() if line.strip()]
+    assert child.returncode == -signal.SIGKILL
+    assert len(acked) >= 400, err
+    facts = [int(line.split()[1]) for line in acked if line.startswith("F ")]
+    edges = [tuple(int(x) for x in line.split()[1:]) for line in acked if line.startswith("E ")]
+    with MemoryService.open(tmp_path) as mem:
+        conn = mem.store.reader()
+        stored = {r[0] for r in conn.execute("SELECT id FROM facts")}
+        assert {to_i64(f) for f in facts} <= stored
+        stored_edges = {r[0] for r in conn.execute("SELECT id FROM edges")}
+        assert {to_i64(e[0]) for e in edges} <= stored_edges
+        # the index replayed what the saved file lacked: every fact is findable by vector
+        assert mem.store.index.live_count == len(stored)
+        last = facts[-1]
+        text = conn.execute("SELECT content FROM facts WHERE id = ?", (to_i64(last),)).fetchone()
+        assert mem.recall(text[0], k=1).memories[0].id == last
+        assert base in {m.id for m in mem.recall("written before the child", k=3).memories}
+
+
+def _fill(path: Path, n: int = 50) -> list[int]:
+    with MemoryService.open(path) as mem:
+        return [mem.remember(f"fact {i} on topic {i % 7}").id for i in range(n)]
+
+
+@pytest.mark.parametrize("damage", ["missing", "corrupt", "truncated", "sidecar"])
+def test_missing_or_corrupt_index_is_rebuilt(tmp_path: Path, damage: str) -> None:
+    ids = _fill(tmp_path)
+    index = tmp_path / INDEX_FILE
+    if damage == "missing":
+        index.unlink()
+    elif damage == "corrupt":
+        index.write_bytes(b"\x00garbage" * 1000)
+    elif damage == "truncated":
+        index.write_bytes(index.read_bytes()[: index.stat().st_size // 2])
+    else:
+        (tmp_path / SIDECAR_FILE).write_text("{not json", encoding="utf-8")
+    with MemoryService.open(tmp_path) as mem:
+        assert mem.store.index.live_count == len(ids)
+        assert mem.recall("fact 3 on topic 3", k=1).memories[0].id == ids[3]
+
+
+def test_forgotten_facts_are_tombstoned_after_reopen(tmp_path: Path) -> None:
+    ids = _fill(tmp_path)
+    with MemoryService.open(tmp_path) as mem:
+        mem.forget(ids[3])
+    # the saved index still holds the vector; the reopen diff must hide it
+    with MemoryService.open(tmp_path) as mem:
+        assert ids[3] not in {m.id for m in mem.recall("fact 3 on topic 3", k=50).memories}
+        assert mem.store.index.live_count == len(ids) - 1
+
+
+class OtherEmbedder:
+    model = "other-model"
+    dimension = 384
+    semantic = True
+
+    def embed(self, texts):
+        out = np.ones((len(texts), self.dimension), dtype=np.float32)
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def test_provenance_mismatch_is_refused_and_releases_the_lock(tmp_path: Path) -> None:
+    _fill(tmp_path, 3)
+    with pytest.raises(EmbedderMismatch) as err:
+        MemoryService.open(tmp_path, embedder=OtherEmbedder())
+    msg = err.value.message
+    assert "other-model" in msg and "velesmem-hash-words-v1" in msg and "export" in msg
+    settings = Settings.from_env({}).with_overrides(embedder="hash")
+    with MemoryService.open(tmp_path, settings=settings) as mem:  # lock was released
+        assert mem.memory_status().memory["facts"] == 3
+
+
+def test_an_empty_store_records_provenance_with_its_first_fact(tmp_path: Path) -> None:
+    with MemoryService.open(tmp_path, embedder=OtherEmbedder()) as mem:
+        assert mem.memory_status().provenance["recorded"] is False
+        mem.remember("first")
+        assert mem.memory_status().provenance == {"recorded": True, "model": "other-model",
+                                                  "dimension": 384}
+
+
+def test_migrations_apply_once_with_their_record(tmp_path: Path) -> None:
+    conn = sqlite3.connect(tmp_path / "db.sqlite3", isolation_level=None)
+    assert schema.migrate(conn, 1.0) == schema.SCHEMA_VERSION
+
+    def add_column(c: sqlite3.Connection) -> None:
+        c.execute("ALTER TABLE facts ADD COLUMN extra TEXT")
+
+    def broken(c: sqlite3.Connection) -> None:
+        c.execute("ALTER TABLE facts ADD COLUMN half TEXT")
+        raise RuntimeError("boom")
+
+    nxt = schema.SCHEMA_VERSION + 1
+    with pytest.raises(RuntimeError):
+        schema.migrate(conn, 2.0, schema.MIGRATIONS + (schema.Migration(nxt, "broken", broken),))
+    cols = [r[1] for r in conn.execute("PRAGMA table_info(facts)")]
+    assert "half" not in cols and schema.current_version(conn) == schema.SCHEMA_VERSION
+    more = schema.MIGRATIONS + (schema.Migration(nxt, "extra column", add_column),)
+    assert schema.migrate(conn, 3.0, more) == nxt
+    assert schema.migrate(conn, 4.0, more) == nxt  # applied once
+    assert conn.execute("SELECT name FROM schema_migrations WHERE version = ?",
+                        (nxt,)).fetchone() == ("extra column",)
+    with pytest.raises(Internal, match="newer than this velesmem"):
+        schema.migrate(conn, 5.0)
+    conn.close()

@@ -1,0 +1,34 @@
+"""``velesdb-memory export --output F [--include-internal]``: a JSON Lines backup of the store.
+
+Reads SQLite only (no embedder), so it also works on a store whose embedder no longer matches;
+refused with the lock message while a daemon holds the store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "export", help="write every fact and edge of the store to a JSON Lines file",
+        description=__doc__)
+    parser.add_argument("--output", "-o", required=True, type=Path,
+                        help="file to write (JSON Lines: fact lines, then edge lines)")
+    parser.add_argument("--include-internal", action="store_true",
+                        help="also write graph scaffolding and reserved _veles_* keys, verbatim")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from velesmem.config import Settings
+    from velesmem.memory.export import export_store
+
+    settings = Settings.from_env()
+    facts, edges = export_store(settings.path, args.output,
+                                include_internal=args.include_internal)
+    print(f"exported {facts} facts and {edges} edges from {settings.path} to {args.output}",
+          file=sys.stderr)
+    return 0

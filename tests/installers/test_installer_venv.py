@@ -9,6 +9,7 @@ velesmem itself (its build backend is fetched by pip's build isolation).
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,15 +22,20 @@ def test_installer_pip_installs_the_checkout_and_runs_the_daemon_from_its_venv(t
     home.mkdir()
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=120)
+    # pip builds a local project in place: give it a copy, so the checkout gets no build/ leftovers
+    # (and stale build/ files cannot leak into the wheel).
+    source = tmp_path / "source"
+    shutil.copytree(REPO, source, symlinks=True, ignore=shutil.ignore_patterns(
+        ".git", "build", "dist", "node_modules", "__pycache__", "*.egg-info", ".pytest_cache", "results"))
     port = free_port()
-    env = clean_env(home, VELESMEM_INSTALL_VENV=str(venv), VELESMEM_INSTALL_SOURCE=str(REPO),
+    env = clean_env(home, VELESMEM_INSTALL_VENV=str(venv), VELESMEM_INSTALL_SOURCE=str(source),
                     VELESMEM_INSTALL_MANAGER="background")
     run = subprocess.run(["bash", str(INSTALLER), f"--port={port}", "--yes", "--skip-ca-trust",
                           "--skip-client=claude-desktop,codex"], env=env, capture_output=True, text=True,
                          timeout=240, check=False, stdin=subprocess.DEVNULL)
     try:
         assert run.returncode == 0, run.stdout + run.stderr
-        assert f"done     pip install {REPO}" in run.stdout
+        assert f"done     pip install {source}" in run.stdout
         assert "skipped  CA trust — --skip-ca-trust" in run.stdout
         venv_python = venv / "bin" / "python"
         where = subprocess.run([str(venv_python), "-c", "import velesmem.service.render as r; print(r.__file__)"],

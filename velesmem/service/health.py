@@ -78,7 +78,8 @@ def port_in_use(host: str, port: int) -> bool:
         try:
             sock.bind((host, port))
         except OSError as exc:
-            if exc.errno in (errno.EADDRINUSE, getattr(errno, "WSAEADDRINUSE", -1), errno.EACCES):
+            if exc.errno in (errno.EADDRINUSE, errno.EACCES, getattr(errno, "WSAEADDRINUSE", -1),
+                             getattr(errno, "WSAEACCES", -1)):
                 return True
             raise
     return False

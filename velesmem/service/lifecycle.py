@@ -59,7 +59,7 @@ def install(spec: DaemonSpec, manager: Manager, *, force_restart: bool = False,
         if status.ok:
             return InstallReport("unchanged", manager.describe(), (), status, manager.note)
     manager.activate(spec, restart=running)
-    status = health.wait_healthy(spec.host, spec.port, spec.ca_cert, wait_s, manager.is_running)
+    status = health.wait_healthy(spec.host, spec.port, spec.ca_cert, wait_s, manager.may_still_start)
     return InstallReport("restarted" if running else "started", manager.describe(),
                          tuple(str(p) for p in changed), status, manager.note)
 

@@ -81,6 +81,11 @@ class Manager(ABC):
         """Where the daemon's output goes, for error messages."""
         return str(layout.log_dir(self.host))
 
+    def may_still_start(self) -> bool:
+        """While waiting for /health: False once the daemon can no longer come up. A manager that
+        restarts it (launchd KeepAlive, systemd, the task's restart policy) is given the whole wait."""
+        return True
+
 
 class Launchd(Manager):
     name = "launchd"
@@ -222,6 +227,9 @@ class Background(Manager):
 
     def log_hint(self) -> str:
         return str(self.log_file)
+
+    def may_still_start(self) -> bool:
+        return self.is_running()  # nothing restarts a detached process: its exit is final
 
     def describe(self) -> str:
         pid = self.pid()

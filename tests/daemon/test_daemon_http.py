@@ -98,23 +98,26 @@ async def test_sixteen_clients_at_once_each_remember_and_recall_fifty_facts(shar
 
 
 async def test_health_answers_while_a_slow_tool_call_runs(shared_daemon: Daemon) -> None:
-    """A burst of concurrent writes and wide fused recalls keeps the worker threads busy; /health,
-    served on the event loop, still answers promptly before the burst is over."""
+    """A burst of wide fused recalls (pool 1000, 10 hops: tens of ms of work each, in worker threads)
+    and writes keeps the daemon busy for seconds; /health, served on the event loop, still answers
+    promptly while the burst is running."""
     done = threading.Event()
     health_latencies: list[float] = []
     answered_during_burst = 0
 
     async def burst() -> None:
         async with shared_daemon.client() as client:
-            calls = [client.call_tool("recall_fused", {"query": f"drawer {i} token", "k": 1000,
-                                                        "hops": 10, "pool": 1000}) for i in range(8)]
+            calls = [client.call_tool("recall_fused", {"query": f"drawer {i} token", "k": 10,
+                                                        "hops": 10, "pool": 1000}) for i in range(48)]
             calls += [client.call_tool("remember", {"fact": f"burst fact {i} while health is probed"})
-                      for i in range(64)]
+                      for i in range(32)]
             for result in await asyncio.gather(*calls):
                 structured(result)
         done.set()
 
     async with httpx.AsyncClient(verify=shared_daemon.ssl_context(), timeout=5) as http:
+        await http.get(f"{shared_daemon.base}/health")  # TLS handshake done before the burst
+        started = time.perf_counter()
         task = asyncio.create_task(burst())
         await asyncio.sleep(0)  # let the burst send its first requests
         while not done.is_set():
@@ -125,8 +128,10 @@ async def test_health_answers_while_a_slow_tool_call_runs(shared_daemon: Daemon)
             if not done.is_set():
                 answered_during_burst += 1
         await task
+    burst_s = time.perf_counter() - started
     assert answered_during_burst >= 3, (answered_during_burst, health_latencies)
-    assert max(health_latencies) < 1.0, health_latencies
+    # Never queued behind the calls: each answer takes a small fraction of the whole burst.
+    assert max(health_latencies) < burst_s / 3, (burst_s, health_latencies)
 
 
 def test_foreign_host_is_misdirected(shared_daemon: Daemon) -> None:
@@ -157,12 +162,18 @@ def test_oversized_declared_body_gets_413_before_the_body_is_sent(shared_daemon:
     assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
 
 
-def test_a_body_within_the_cap_is_accepted(shared_daemon: Daemon) -> None:
-    """A 5 MiB fact is refused by the tool (2 KiB cap), not by the transport: the body cap admits it."""
+async def test_a_large_body_within_the_cap_reaches_the_tool(shared_daemon: Daemon) -> None:
+    """A 5 MiB request (over the SDK's own 4 MiB default) passes the transport and is refused by
+    remember's 2 KiB fact cap, as a JSON-RPC error — not by the body cap."""
     big = "y" * (5 * 1024 * 1024)
-    ctx = shared_daemon.ssl_context()
-    payload = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-               "params": {"name": "remember", "arguments": {"fact": big}}}
-    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28"}
-    r = httpx.post(shared_daemon.url, verify=ctx, json=payload, headers=headers, timeout=30)
-    assert r.status_code != 413
+    async with shared_daemon.client() as client:
+        with pytest.raises(Exception) as info:
+            await client.call_tool("remember", {"fact": big})
+    text = _chain_text(info.value)
+    assert "2048" in text and "413" not in text, text[:500]
+
+
+def test_startup_lines_print_the_url_and_the_ca_with_the_trust_hint(shared_daemon: Daemon) -> None:
+    out = shared_daemon.output()
+    assert f"[velesdb-memory] HTTPS server listening on {shared_daemon.url}" in out
+    assert f"[velesdb-memory] Local CA: {shared_daemon.ca} — a client only needs to trust this once" in out

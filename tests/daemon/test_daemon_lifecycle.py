@@ -149,9 +149,10 @@ async def test_sigterm_drains_in_flight_calls_then_the_store_and_ca_survive_a_re
     assert "stopped; store closed" in daemon.output()
     finished_after_signal = [t for t in acknowledged.values() if t > sigterm_at[0]]
     assert finished_after_signal, "no call finished after SIGTERM: nothing was drained"
-    for outcome in outcomes:  # a call the closing daemon no longer accepted is refused, never lost
-        if isinstance(outcome, BaseException):
-            assert not isinstance(outcome, AssertionError), outcome
+    # A call sent after the signal may be refused ("shutting down"); none is dropped mid-way.
+    failures = [repr(o) for o in outcomes if isinstance(o, BaseException)]
+    assert all("shutting down" in f or "503" in f for f in failures), failures
+    assert len(acknowledged) + len(failures) == 48
 
     restarted = make_daemon(root=daemon.root, port=daemon.port).start()
     assert ((tls / "ca-cert.pem").read_bytes(), (tls / "ca-key.pem").read_bytes()) == ca_before

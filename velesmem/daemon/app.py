@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio.to_thread
 from fastmcp import FastMCP
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -31,6 +33,11 @@ from velesmem.daemon.guards import (
     allowed_authorities,
     allowed_origins,
 )
+
+
+def worker_threads() -> int:
+    """Threads for sync tool calls: a few per core (SQLite commits wait on I/O, the rest is CPU)."""
+    return max(4, 2 * (os.cpu_count() or 1))
 
 
 @dataclass
@@ -81,6 +88,9 @@ def build_app(
             manager.max_sessions = settings.http_max_sessions
             manager.max_request_body_size = settings.http_max_body_bytes
             manager.asgi_app.max_body_size = settings.http_max_body_bytes
+            # Sync tools run in worker threads. anyio's default of 40 lets CPU-bound calls crowd
+            # the event loop off the GIL (slow /health, long tails) without adding throughput.
+            anyio.to_thread.current_default_thread_limiter().total_tokens = worker_threads()
             yield
 
     extra_hosts = [] if is_loopback(address.bind_host) else [address.bind_host]

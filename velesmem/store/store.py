@@ -108,6 +108,7 @@ class Store:
             if identity is not None:
                 _check_provenance(conn, identity, directory)
                 index = _load_index(conn, directory, identity)
+                index.start_indexer()
             return cls(directory, lock, conn, identity, index)
         except BaseException:
             if conn is not None:
@@ -203,9 +204,7 @@ def _load_index(conn: sqlite3.Connection, directory: Path, identity: Identity) -
                 vecs.append(blob)
         matrix = np.frombuffer(b"".join(vecs), dtype=np.float32).reshape(len(ids),
                                                                           identity.dimension)
-        for start in range(0, len(ids), 4096):
-            index.add(np.asarray(ids[start:start + 4096], dtype=np.int64),
-                      matrix[start:start + 4096])
+        index.bulk_add(np.asarray(ids, dtype=np.int64), matrix)
     index.watermark = max_seq
     log.info("FAISS index reconciled: %d replayed, %d tombstoned", len(missing), len(extra))
     return index

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import threading
 from pathlib import Path
@@ -34,11 +35,14 @@ EXACT_SCAN_MAX = 10_000
 EXACT_FILTER_MAX = 20_000
 REBUILD_MIN_TOMBSTONES = 1024
 REBUILD_TOMBSTONE_FRACTION = 0.2
+PENDING_CHUNK = 64  # vectors moved into HNSW per indexer step (the write lock is held meanwhile)
+PENDING_MAX = 8192  # beyond this many pending vectors, add() waits for the indexer
 INDEX_FILE = "vectors.faiss"
 SIDECAR_FILE = "vectors.json"
 FORMAT = 1
 
 _omp = threading.local()
+log = logging.getLogger(__name__)
 
 
 def single_thread() -> None:
@@ -56,7 +60,13 @@ def _new_faiss(dimension: int) -> faiss.IndexIDMap2:
 
 
 class VectorIndex:
-    """Vectors by int64 id, with tombstones, exact and HNSW search, and a watermark."""
+    """Vectors by int64 id: HNSW for the bulk, an exact pending buffer for the newest writes.
+
+    ``add`` only appends to the pending buffer (cheap, so the writer acknowledges fast); the
+    indexer thread moves pending vectors into HNSW in small chunks. Searches scan the pending
+    buffer exactly and merge it with the HNSW (or exact) result, so a write is searchable as
+    soon as it is acknowledged. Without a running indexer ``add`` goes straight to HNSW.
+    """
 
     def __init__(self, dimension: int, index: faiss.IndexIDMap2 | None = None,
                  watermark: int = 0) -> None:
@@ -65,28 +75,130 @@ class VectorIndex:
         self.lock = RWLock()
         self._index = index if index is not None else _new_faiss(dimension)
         ids = faiss.vector_to_array(self._index.id_map).astype(np.int64)
-        self._row_ids = ids
+        self._n = len(ids)
+        self._row_ids = np.zeros(max(1024, self._n * 2), dtype=np.int64)
+        self._row_ids[: self._n] = ids
+        self._dead = np.zeros(len(self._row_ids), dtype=bool)
         self._rows: dict[int, int] = {int(i): r for r, i in enumerate(ids)}
-        self._dead = np.zeros(len(ids), dtype=bool)
         self._n_dead = 0
         self._not_dead_sel: faiss.IDSelector | None = None
         self._sel_keep: tuple[object, ...] = ()
+        # pending buffer: rows [head, tail) of _p_ids/_p_vecs, _p_rows maps live ids to rows
+        self._p_ids = np.zeros(PENDING_CHUNK * 4, dtype=np.int64)
+        self._p_vecs = np.zeros((PENDING_CHUNK * 4, dimension), dtype=np.float32)
+        self._p_alive = np.zeros(PENDING_CHUNK * 4, dtype=bool)
+        self._p_head = self._p_tail = 0
+        self._p_rows: dict[int, int] = {}
+        self._cv = threading.Condition()
+        self._indexer: threading.Thread | None = None
+        self._stop = False
 
     # --- size -------------------------------------------------------------------------------
     @property
     def ntotal(self) -> int:
-        return len(self._row_ids)
+        """Vectors held by HNSW (tombstones included)."""
+        return self._n
+
+    @property
+    def pending_count(self) -> int:
+        return len(self._p_rows)
 
     @property
     def live_count(self) -> int:
-        return self.ntotal - self._n_dead
+        return self._n - self._n_dead + len(self._p_rows)
 
     def live_ids(self) -> np.ndarray:
         """The int64 ids of every live vector."""
         with self.lock.read():
-            return self._row_ids[~self._dead].copy()
+            main = self._row_ids[: self._n][~self._dead[: self._n]]
+            return np.concatenate([main, np.fromiter(self._p_rows, dtype=np.int64)])
 
-    # --- mutation (callers hold no lock; these take the write lock) --------------------------
+    # --- the indexer thread -------------------------------------------------------------------
+    def start_indexer(self) -> None:
+        """Move pending vectors into HNSW in the background from now on."""
+        if self._indexer is None:
+            self._stop = False
+            self._indexer = threading.Thread(target=self._index_loop, name="velesmem-indexer",
+                                             daemon=True)
+            self._indexer.start()
+
+    def stop_indexer(self) -> None:
+        """Stop the indexer and index whatever is still pending."""
+        thread = self._indexer
+        if thread is not None:
+            with self._cv:
+                self._stop = True
+                self._cv.notify_all()
+            thread.join()
+            self._indexer = None
+        while self._p_rows:
+            self._index_pending(PENDING_CHUNK * 16)
+
+    def _index_loop(self) -> None:
+        single_thread()
+        while True:
+            with self._cv:
+                while not self._stop and not self._p_rows:
+                    self._cv.wait()
+                if self._stop:
+                    return
+            try:
+                self._index_pending(PENDING_CHUNK)
+            except Exception:  # stay correct: add() goes synchronous from now on
+                log.exception("the FAISS indexer failed; indexing synchronously")
+                with self._cv:
+                    self._indexer = None
+                    self._cv.notify_all()
+                return
+            with self._cv:
+                self._cv.notify_all()
+
+    def _index_pending(self, limit: int) -> None:
+        single_thread()
+        with self.lock.write():
+            head, tail = self._p_head, self._p_tail
+            stop = min(tail, head + limit)
+            alive = np.flatnonzero(self._p_alive[head:stop]) + head
+            if len(alive):
+                self._add_main(self._p_ids[alive].copy(), self._p_vecs[alive].copy())
+                for i in self._p_ids[alive].tolist():
+                    del self._p_rows[i]
+            self._p_alive[head:stop] = False
+            self._p_head = stop
+            if self._p_head == self._p_tail:
+                self._p_head = self._p_tail = 0
+
+    def _add_main(self, ids: np.ndarray, vectors: np.ndarray) -> None:
+        """Append to HNSW (hold the write lock)."""
+        self._index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32),
+                                 np.ascontiguousarray(ids, dtype=np.int64))
+        need = self._n + len(ids)
+        if need > len(self._row_ids):
+            cap = max(need, len(self._row_ids) * 2)
+            self._row_ids = np.resize(self._row_ids, cap)
+            dead = np.zeros(cap, dtype=bool)
+            dead[: self._n] = self._dead[: self._n]
+            self._dead = dead
+        self._row_ids[self._n:need] = ids
+        self._dead[self._n:need] = False
+        for off, i in enumerate(ids.tolist()):
+            self._rows[i] = self._n + off
+        self._n = need
+
+    # --- mutation -----------------------------------------------------------------------------
+    def bulk_add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
+        """Add many vectors straight into HNSW on every core (opening a store, rebuilding)."""
+        faiss.omp_set_num_threads(os.cpu_count() or 1)
+        try:
+            with self.lock.write():
+                fresh = [p for p, i in enumerate(ids.tolist())
+                         if i not in self._rows and i not in self._p_rows]
+                if fresh:
+                    self._add_main(ids[fresh], vectors[fresh])
+        finally:
+            faiss.omp_set_num_threads(1)
+            _omp.set = True
+
     def add(self, ids: np.ndarray, vectors: np.ndarray, seq: int | None = None) -> None:
         """Add vectors under int64 ids; an id already present (even tombstoned) is revived."""
         single_thread()
@@ -94,56 +206,83 @@ class VectorIndex:
             fresh: list[int] = []
             for pos, i in enumerate(ids.tolist()):
                 row = self._rows.get(i)
-                if row is None:
+                if row is not None:
+                    if self._dead[row]:
+                        self._dead[row] = False
+                        self._n_dead -= 1
+                        self._not_dead_sel = None
+                elif i not in self._p_rows:
                     fresh.append(pos)
-                elif self._dead[row]:
-                    self._dead[row] = False
-                    self._n_dead -= 1
-                    self._not_dead_sel = None
-            if fresh:
-                new_ids = np.ascontiguousarray(ids[fresh], dtype=np.int64)
-                self._index.add_with_ids(np.ascontiguousarray(vectors[fresh], dtype=np.float32),
-                                         new_ids)
-                base = len(self._row_ids)
-                self._row_ids = np.concatenate([self._row_ids, new_ids])
-                self._dead = np.concatenate([self._dead, np.zeros(len(new_ids), dtype=bool)])
-                for off, i in enumerate(new_ids.tolist()):
-                    self._rows[i] = base + off
+            if fresh and self._indexer is None:
+                self._add_main(ids[fresh], vectors[fresh])
+            elif fresh:
+                self._append_pending(ids[fresh], vectors[fresh])
             if seq is not None:
                 self.watermark = max(self.watermark, seq)
+        if fresh and self._indexer is not None:
+            with self._cv:
+                self._cv.notify_all()
+                # backpressure: never let the exact buffer outgrow a cheap scan
+                while len(self._p_rows) > PENDING_MAX and self._indexer is not None:
+                    self._cv.wait(timeout=1.0)
+
+    def _append_pending(self, ids: np.ndarray, vectors: np.ndarray) -> None:
+        need = self._p_tail + len(ids)
+        if need > len(self._p_ids):
+            live = slice(self._p_head, self._p_tail)
+            count = self._p_tail - self._p_head
+            cap = max(len(self._p_ids), 2 * (count + len(ids)))
+            p_ids = np.zeros(cap, dtype=np.int64)
+            p_vecs = np.zeros((cap, self.dimension), dtype=np.float32)
+            p_alive = np.zeros(cap, dtype=bool)
+            p_ids[:count], p_vecs[:count], p_alive[:count] = (
+                self._p_ids[live], self._p_vecs[live], self._p_alive[live])
+            self._p_ids, self._p_vecs, self._p_alive = p_ids, p_vecs, p_alive
+            self._p_head, self._p_tail = 0, count
+            self._p_rows = {int(i): r for r, i in enumerate(p_ids[:count].tolist())
+                            if p_alive[r]}
+            need = count + len(ids)
+        start = self._p_tail
+        self._p_ids[start:need] = ids
+        self._p_vecs[start:need] = vectors
+        self._p_alive[start:need] = True
+        for off, i in enumerate(ids.tolist()):
+            self._p_rows[i] = start + off
+        self._p_tail = need
 
     def remove(self, ids: list[int]) -> None:
         """Tombstone these int64 ids; rebuild when tombstones pass the threshold."""
         with self.lock.write():
             for i in ids:
+                prow = self._p_rows.pop(i, None)
+                if prow is not None:
+                    self._p_alive[prow] = False
                 row = self._rows.get(i)
                 if row is not None and not self._dead[row]:
                     self._dead[row] = True
                     self._n_dead += 1
                     self._not_dead_sel = None
             if self._n_dead >= max(REBUILD_MIN_TOMBSTONES,
-                                   REBUILD_TOMBSTONE_FRACTION * self.ntotal):
+                                   REBUILD_TOMBSTONE_FRACTION * self._n):
                 self._rebuild_locked()
 
     def _rebuild_locked(self) -> None:
         single_thread()
-        keep = ~self._dead
+        keep = ~self._dead[: self._n]
         vectors = self._xb()[keep].copy()
-        ids = self._row_ids[keep].copy()
-        index = _new_faiss(self.dimension)
-        if len(ids):
-            index.add_with_ids(vectors, ids)
-        self._index = index
-        self._row_ids = ids
-        self._rows = {int(i): r for r, i in enumerate(ids)}
-        self._dead = np.zeros(len(ids), dtype=bool)
+        ids = self._row_ids[: self._n][keep].copy()
+        self._index = _new_faiss(self.dimension)
+        self._n = 0
+        self._rows = {}
         self._n_dead = 0
         self._not_dead_sel = None
+        if len(ids):
+            self._add_main(ids, vectors)
 
     # --- search (take the read lock) ---------------------------------------------------------
     def _xb(self) -> np.ndarray:
-        """A zero-copy view of the stored vectors, row order = insertion order (hold a lock)."""
-        n = self.ntotal
+        """A zero-copy view of the HNSW vectors, row order = insertion order (hold a lock)."""
+        n = self._n
         if n == 0:
             return np.zeros((0, self.dimension), dtype=np.float32)
         hnsw = faiss.downcast_index(self._index.index)
@@ -160,13 +299,38 @@ class VectorIndex:
             if n <= 0 or self.live_count == 0:
                 return []
             if allowed is None:
-                if self.live_count <= EXACT_SCAN_MAX:
-                    return self._exact(q[0], np.flatnonzero(~self._dead), n)
-                return self._hnsw(q, n, self._not_dead_selector(), self.live_count)
-            rows = self._rows_of(allowed)
-            if len(rows) <= EXACT_FILTER_MAX:
-                return self._exact(q[0], rows, n)
-            return self._hnsw(q, n, faiss.IDSelectorBatch(self._row_ids[rows]), len(rows))
+                pending = self._pending_exact(q[0], None, n)
+                live_main = self._n - self._n_dead
+                if live_main <= EXACT_SCAN_MAX:
+                    main = self._exact(q[0], np.flatnonzero(~self._dead[: self._n]), n)
+                else:
+                    main = self._hnsw(q, n, self._not_dead_selector(), live_main)
+            else:
+                pending = self._pending_exact(q[0], allowed, n)
+                rows = self._rows_of(allowed)
+                if len(rows) <= EXACT_FILTER_MAX:
+                    main = self._exact(q[0], rows, n)
+                else:
+                    sel = faiss.IDSelectorBatch(self._row_ids[rows])
+                    main = self._hnsw(q, n, sel, len(rows))
+        if not pending:
+            return main
+        merged = main + pending
+        merged.sort(key=lambda t: (-t[1], t[0]))
+        return merged[:n]
+
+    def _pending_exact(self, q: np.ndarray, allowed: np.ndarray | None,
+                       n: int) -> list[tuple[int, float]]:
+        if not self._p_rows:
+            return []
+        if allowed is None:
+            rows = np.flatnonzero(self._p_alive[self._p_head:self._p_tail]) + self._p_head
+        else:
+            get = self._p_rows.get
+            rows = np.asarray([r for r in (get(i) for i in allowed.tolist()) if r is not None],
+                              dtype=np.int64)
+        return _top(self._p_vecs[rows] @ q if len(rows) else np.zeros(0, np.float32),
+                    self._p_ids[rows] if len(rows) else np.zeros(0, np.int64), n)
 
     def _rows_of(self, ids: np.ndarray) -> np.ndarray:
         get = self._rows.get
@@ -177,19 +341,13 @@ class VectorIndex:
     def _exact(self, q: np.ndarray, rows: np.ndarray, n: int) -> list[tuple[int, float]]:
         if len(rows) == 0:
             return []
-        sims = self._xb()[rows] @ q
-        ids = self._row_ids[rows]
-        if n < len(rows):
-            part = np.argpartition(-sims, n - 1)[:n]
-            sims, ids = sims[part], ids[part]
-        order = np.lexsort((ids, -sims))
-        return [(int(ids[o]), float(sims[o])) for o in order]
+        return _top(self._xb()[rows] @ q, self._row_ids[rows], n)
 
     def _not_dead_selector(self) -> faiss.IDSelector | None:
         if self._n_dead == 0:
             return None
         if self._not_dead_sel is None:
-            batch = faiss.IDSelectorBatch(self._row_ids[self._dead])
+            batch = faiss.IDSelectorBatch(self._row_ids[: self._n][self._dead[: self._n]])
             self._not_dead_sel = faiss.IDSelectorNot(batch)
             self._sel_keep = (batch,)  # the Not selector does not own the batch
         return self._not_dead_sel
@@ -197,7 +355,7 @@ class VectorIndex:
     def _hnsw(self, q: np.ndarray, n: int, sel: faiss.IDSelector | None,
               candidates: int) -> list[tuple[int, float]]:
         n = min(n, candidates)
-        selectivity = candidates / max(self.ntotal, 1)
+        selectivity = candidates / max(self._n, 1)
         ef = int(min(MAX_EF_SEARCH, max(HNSW_EF_SEARCH, n) / max(selectivity, 1e-6)))
         params = faiss.SearchParametersHNSW(efSearch=max(ef, n))
         if sel is not None:
@@ -208,22 +366,27 @@ class VectorIndex:
         return out
 
     def similarities(self, query: np.ndarray, ids: list[int]) -> dict[int, float]:
-        """Exact inner product of ``query`` with each live id present in the index."""
+        """Exact inner product of ``query`` with each live id (HNSW or pending)."""
         q = np.asarray(query, dtype=np.float32).reshape(self.dimension)
+        out: dict[int, float] = {}
         with self.lock.read():
-            pairs = [(i, self._rows.get(i)) for i in ids]
-            pairs = [(i, r) for i, r in pairs if r is not None and not self._dead[r]]
-            if not pairs:
-                return {}
-            rows = np.asarray([r for _, r in pairs], dtype=np.int64)
-            sims = self._xb()[rows] @ q
-            return {i: float(s) for (i, _), s in zip(pairs, sims)}
+            main = [(i, self._rows.get(i)) for i in ids]
+            main = [(i, r) for i, r in main if r is not None and not self._dead[r]]
+            if main:
+                rows = np.asarray([r for _, r in main], dtype=np.int64)
+                out.update((i, float(s)) for (i, _), s in zip(main, self._xb()[rows] @ q))
+            for i in ids:
+                prow = self._p_rows.get(i)
+                if prow is not None:
+                    out[i] = float(self._p_vecs[prow] @ q)
+        return out
 
     # --- persistence -------------------------------------------------------------------------
     def save(self, directory: Path, model: str) -> None:
         """Write the index and its sidecar (watermark, checksum) atomically via rename.
 
         Tombstones are not saved: the open-time diff against SQLite re-derives them."""
+        self.stop_indexer()  # everything pending goes into the saved file
         with self.lock.read():
             tmp = directory / (INDEX_FILE + ".tmp")
             faiss.write_index(self._index, str(tmp))
@@ -264,3 +427,14 @@ def _sha256(path: Path) -> str:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def _top(sims: np.ndarray, ids: np.ndarray, n: int) -> list[tuple[int, float]]:
+    """The ``n`` best (id, similarity), best first, ties by id."""
+    if len(ids) == 0:
+        return []
+    if n < len(ids):
+        part = np.argpartition(-sims, n - 1)[:n]
+        sims, ids = sims[part], ids[part]
+    order = np.lexsort((ids, -sims))
+    return [(int(ids[o]), float(sims[o])) for o in order]

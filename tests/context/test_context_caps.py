@@ -126,3 +126,13 @@ def test_max_ingest_files(tmp_path) -> None:
     service.compile_context(request(frags))
     with pytest.raises(ContextOverLimit, match="MAX_INGEST_FILES"):
         service.compile_context(request(frags + frags[:1]))
+
+
+@pytest.mark.parametrize("text", ["x" + " " * 1_000_000 + "y", "x" * 1_000_000, "a" + "\n" * 500_000 + "b",
+                                  "abc " * 250_000], ids=["spaces", "one-word", "newlines", "digitless-words"])
+def test_a_fragment_at_the_cap_compiles_in_linear_time(text: str) -> None:
+    import time
+
+    start = time.perf_counter()
+    compile_([text], budget=50)
+    assert time.perf_counter() - start < 10  # quadratic regex backtracking took hours here

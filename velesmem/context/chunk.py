@@ -13,7 +13,6 @@ import re
 from velesmem.context.estimator import estimate_tokens
 from velesmem.context.items import Chunk, Item
 
-_WS_RUN = re.compile(r"\s+")
 _FENCE_LINE = re.compile(r"^[ \t]*```", re.MULTILINE)
 
 
@@ -40,6 +39,9 @@ def chunk_item(item: Item) -> None:
     atomic = item.media is not None or item.kind == "code"
     by_line = item.rule_id == "abstract.log_dedup"
     cuts = [] if atomic else _cut_points(text, by_line)
+    if not cuts and item.media is None and text is item.text:
+        item.chunks = [Chunk(0, len(text), item.tokens)]  # already estimated by validation
+        return
     bounds = [0] + [cut_start for cut_start, _ in cuts] + [len(text)]
     chunks = [
         Chunk(a, b, estimate_tokens(text[a:b])) for a, b in zip(bounds, bounds[1:])
@@ -48,16 +50,19 @@ def chunk_item(item: Item) -> None:
     item.chunks = chunks
 
 
+# A whole whitespace run holding two newlines or more (one for logs); anchored at run starts so a
+# long run of spaces costs O(n), not O(n²).
+_PARAGRAPH_BREAK = re.compile(r"(?<!\s)\s*\n[^\S\n]*\n\s*")
+_LINE_BREAK = re.compile(r"(?<!\s)\s*\n\s*")
+
+
 def _cut_points(text: str, by_line: bool) -> list[tuple[int, int]]:
-    fences = [m.start() for m in _FENCE_LINE.finditer(text)]
+    fences = [m.start() for m in _FENCE_LINE.finditer(text)] if "```" in text else []
     cuts: list[tuple[int, int]] = []
-    for m in _WS_RUN.finditer(text):
+    for m in (_LINE_BREAK if by_line else _PARAGRAPH_BREAK).finditer(text):
         if m.start() == 0 or m.end() == len(text):
             continue  # leading / trailing whitespace is not a break between chunks
-        newlines = m.group().count("\n")
-        if newlines < (1 if by_line else 2):
-            continue
-        if bisect.bisect_left(fences, m.start()) % 2 == 1:
+        if fences and bisect.bisect_left(fences, m.start()) % 2 == 1:
             continue  # inside an open code fence
         cuts.append((m.start(), m.end()))
     return cuts

@@ -202,7 +202,10 @@ def _assemble(
             sections[name] = section
             pieces.extend(section_pieces)
     content = SEPARATOR.join(pieces)
-    tokens_out = estimate_tokens(content) + media_tokens if content else 0
+    if len(sections) == 1:  # the one section is the content: reuse its count
+        tokens_out = next(iter(sections.values()))["tokens"]
+    else:
+        tokens_out = estimate_tokens(content) + media_tokens if content else 0
     if tokens_out > request.token_budget:
         raise Internal(
             f"compiler invariant broken: {tokens_out} tokens packed under a budget of {request.token_budget}"

@@ -13,9 +13,10 @@ media never goes through this path (images are priced from their header).
 from __future__ import annotations
 
 import re
+from collections import Counter
+from functools import lru_cache
 from typing import Protocol
 
-_WS = re.compile(r"\s+")
 _UNIT = 30  # costs are in 30ths of a token
 
 # Per-character costs in 30ths of a token.
@@ -49,30 +50,49 @@ def _char_cost(c: str) -> int:
     return _BY_UTF8_WIDTH.get(len(c.encode("utf-8")), 90)
 
 
+_DIGITS = "0123456789"
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_DROP_DIGITS = str.maketrans("", "", _DIGITS)
+_DROP_LETTERS = str.maketrans("", "", _LETTERS)
+_WS_LONG = re.compile(r"\s{2,}")
+WORD_CACHE_SIZE = 1 << 16  # words repeat a lot (logs, re-sent turns); bounded so a daemon stays flat
+CACHED_WORD_CHARS = 64  # longer words are computed, never cached (the cache stays a few MiB)
+
+
 def _word_tokens(word: str) -> int:
-    total = sum(_char_cost(c) for c in word)
+    return _cached_word_tokens(word) if len(word) <= CACHED_WORD_CHARS else _compute_word_tokens(word)
+
+
+@lru_cache(maxsize=WORD_CACHE_SIZE)
+def _cached_word_tokens(word: str) -> int:
+    return _compute_word_tokens(word)
+
+
+def _compute_word_tokens(word: str) -> int:
+    if word.isascii():  # C-level counting: the common case
+        n = len(word)
+        digits = n - len(word.translate(_DROP_DIGITS))
+        letters = n - len(word.translate(_DROP_LETTERS))
+        total = _ASCII_LETTER * letters + _ASCII_DIGIT * digits + _ASCII_OTHER * (n - letters - digits)
+    else:
+        total = sum(_char_cost(c) for c in word)
     return -(-total // _UNIT)
 
 
-def _whitespace_tokens(run: str) -> int:
-    newlines = run.count("\n")
-    other = len(run) - newlines
-    if newlines == 0 and other <= 1:
-        return 0  # a single space merges into the next word's token
-    return newlines + -(-other // _SPACES_PER_TOKEN)
-
-
 def estimate_tokens(text: str) -> int:
-    """Estimated token count of ``text`` (never below a real cl100k count on the corpus)."""
-    tokens = 0
-    pos = 0
-    for m in _WS.finditer(text):
-        if m.start() > pos:
-            tokens += _word_tokens(text[pos : m.start()])
-        tokens += _whitespace_tokens(m.group())
-        pos = m.end()
-    if pos < len(text):
-        tokens += _word_tokens(text[pos:])
+    """Estimated token count of ``text`` (never below a real cl100k count on the corpus).
+
+    Words: ceil of their summed character costs. Whitespace: one token per newline, plus one per
+    four other characters of every run longer than one character (a lone space or tab is free: it
+    merges into the next word's token).
+    """
+    # Counting repeats first (C-level) makes repetitive text (logs, re-sent turns) cheap.
+    tokens = sum(_word_tokens(w) * n for w, n in Counter(text.split()).items())
+    tokens += text.count("\n")
+    for m in _WS_LONG.finditer(text):
+        run = m.group()
+        other = len(run) - run.count("\n")
+        tokens += -(-other // _SPACES_PER_TOKEN)
     return tokens
 
 

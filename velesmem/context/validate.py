@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from velesmem.context.estimator import estimate_tokens
 from velesmem.context.ingest import IngestBudget, IngestRoots, check_file_count, read_path
 from velesmem.context.items import Item
@@ -9,6 +11,21 @@ from velesmem.context.media import decode_media
 from velesmem.context.model import CompileRequest, FragmentIn
 from velesmem.errors import ContextOverLimit, IngestPath, InvalidInput
 from velesmem.ids import fnv1a64
+
+# Fragments are re-sent turn after turn and FNV in Python costs ~50 ns/byte, so hashes of small
+# sources are memoised; the bounds keep the cache under 64 MiB.
+HASH_CACHE_SIZE = 1024
+CACHED_HASH_BYTES = 64 * 1024
+
+
+@lru_cache(maxsize=HASH_CACHE_SIZE)
+def _cached_hash(data: bytes) -> int:
+    return fnv1a64(data)
+
+
+def content_hash(data: bytes) -> int:
+    """The FNV-1a content hash of a fragment's source bytes."""
+    return _cached_hash(data) if len(data) <= CACHED_HASH_BYTES else fnv1a64(data)
 from velesmem.limits import MAX_FRAGMENT_BYTES, MAX_REQUEST_MEDIA_B64_BYTES
 
 
@@ -54,14 +71,14 @@ def build_items(request: CompileRequest, roots: IngestRoots) -> list[Item]:
         if frag.media is not None:
             media = decode_media(frag.media.mime, frag.media.bytes_b64, f"{where}.media")
         source = media.data if media is not None else text.encode("utf-8")
-        content_hash = fnv1a64(source)
+        digest = content_hash(source)
         tokens = estimate_tokens(text) + (media.tokens if media is not None else 0)
         items.append(
             Item(
                 order=i,
                 index=i,
-                fragment_id=frag.id if frag.id is not None else content_hash,
-                content_hash=content_hash,
+                fragment_id=frag.id if frag.id is not None else digest,
+                content_hash=digest,
                 text=text,
                 kind=frag.kind,
                 priority=frag.priority,

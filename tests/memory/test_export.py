@@ -80,3 +80,13 @@ def test_export_is_refused_while_the_store_is_held(tmp_path: Path) -> None:
     assert f"pid {os.getpid()}" in done.stderr and "a velesmem daemon already owns this store" \
         in done.stderr
     assert not out.exists()
+
+
+def test_status_command_prints_memory_status(tmp_path: Path) -> None:
+    env = {**os.environ, "VELESDB_MEMORY_PATH": str(tmp_path / "s"), "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-m", "velesmem", "status"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["path"] == str(tmp_path / "s")
+    assert out["memory"] == {"facts": 0, "edges": 0} and out["embedder"]["dimension"] == 384

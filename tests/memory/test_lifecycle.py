@@ -170,3 +170,26 @@ def test_internal_facts(mem: MemoryService, clock) -> None:
         mem.scan_internal("event", limit=0)
     assert fact_id("a user fact") == user.id
     assert limits.MAX_INTERNAL_BYTES > limits.MAX_FACT_BYTES
+
+
+def test_concurrent_remembers_are_all_acknowledged_and_visible(mem: MemoryService) -> None:
+    barrier = threading.Barrier(8)
+    acked: list[int] = []
+    lock = threading.Lock()
+
+    def write(t: int) -> None:
+        barrier.wait()
+        for i in range(40):
+            fid = mem.remember(f"writer {t} note {i}", metadata={"t": t}).id
+            with lock:
+                acked.append(fid)
+
+    threads = [threading.Thread(target=write, args=(t,)) for t in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert len(set(acked)) == 320
+    assert mem.memory_status().memory["facts"] == 320
+    got = mem.recall("writer 5 note 39", k=1, filter={"t": 5}).memories
+    assert got[0].content == "writer 5 note 39"

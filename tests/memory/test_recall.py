@@ -194,7 +194,8 @@ def check_against_oracle(mem: MemoryService, records: list, query: str, k: int,
     assert len(got.memories) == len(want)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(records=st.lists(record_st, min_size=1, max_size=30), query=fact_st,
        k=st.integers(1, 8), project=st.sampled_from([None, "a", "b"]),
        min_n=st.sampled_from([None, 0, 3]))

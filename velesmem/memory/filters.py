@@ -57,8 +57,8 @@ def _typed(key: str, value: Any, sql_op: str) -> Condition:
         return Condition(f"json_type(metadata, ?) IN ('integer', 'real') AND "
                          f"json_extract(metadata, ?) {sql_op} ?", (p, p, _number(value)))
     if isinstance(value, str):
-        return Condition(f"json_type(metadata, ?) = 'text' AND json_extract(metadata, ?) {sql_op} ?",
-                         (p, p, value))
+        return Condition(f"json_type(metadata, ?) = 'text' AND "
+                         f"json_extract(metadata, ?) {sql_op} ?", (p, p, value))
     raise AssertionError(value)
 
 

@@ -209,8 +209,8 @@ class MemoryService:
 
     def _reach_weights(self, nodes: dict[int, int], cond: mfilters.Condition,
                        now: float) -> dict[int, float]:
-        """Walk-reached user facts (the seed excluded) matching the filter → the highest entity idf of a hub in the
-        walk that mentions them (ln(n/degree)/ln(n)), else 1.0."""
+        """Walk-reached user facts (the seed excluded) matching the filter → the highest entity
+        idf of a hub in the walk that mentions them (ln(n/degree)/ln(n)), else 1.0."""
         reached = [i for i, hop in nodes.items() if hop > 0]
         if not reached:
             return {}
@@ -276,7 +276,7 @@ class MemoryService:
     # --- audit -------------------------------------------------------------------------------
     def list_memories(self, cursor: Any = None, limit: int = limits.DEFAULT_LIST_LIMIT,
                       filter: dict | None = None, include_internal: bool = False) -> ListResult:
-        """A page of facts in ascending u64 id order after ``cursor``; next_cursor None at the end."""
+        """A page of facts in ascending u64 id order after ``cursor`` (next_cursor None: done)."""
         after = None if cursor is None else parse_id(cursor, "cursor")
         if limit is None:
             limit = limits.DEFAULT_LIST_LIMIT

@@ -28,7 +28,7 @@ class StoreLock:
         self._fh: IO[str] | None = None
 
     def acquire(self) -> None:
-        """Take the lock at once or raise StoreLocked naming the directory, the holder and the fix."""
+        """Take the lock at once, or raise StoreLocked naming the directory, holder and fix."""
         fh = open(self.path, "a+", encoding="utf-8")
         try:
             portalocker.lock(fh, portalocker.LOCK_EX | portalocker.LOCK_NB)

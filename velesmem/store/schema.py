@@ -78,7 +78,7 @@ def current_version(conn: sqlite3.Connection) -> int:
 
 def migrate(conn: sqlite3.Connection, now: float,
             migrations: tuple[Migration, ...] = MIGRATIONS) -> int:
-    """Apply every pending migration, each with its record in one transaction; return the version."""
+    """Apply each pending migration with its record in one transaction; return the version."""
     version = current_version(conn)
     latest = migrations[-1].version
     if version > latest:

@@ -190,3 +190,17 @@ async def test_one_https_round_trip_through_the_daemon(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_a_bad_ingest_root_refuses_to_build_the_server(tmp_path: Path) -> None:
+    from velesmem.errors import Internal
+    from velesmem.memory.service import MemoryService
+
+    settings = Settings.from_env().with_overrides(path=tmp_path / "store",
+                                                  ingest_roots=(str(tmp_path / "missing"),))
+    memory = MemoryService.open(settings.path, settings=settings)
+    try:
+        with pytest.raises(Internal, match="does not exist"):
+            build_server(AppContext(memory=memory, settings=settings))
+    finally:
+        memory.close()

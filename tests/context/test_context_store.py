@@ -129,7 +129,7 @@ def test_memory_scope_pulls_relevant_memories_with_an_explained_reason(service, 
                                           project="veles", memory_scope={"k": 3}))
     pulled = [d for d in out["decisions"] if d["memory_id"] is not None]
     assert [d["memory_id"] for d in pulled] == [rel.id]
-    assert pulled[0]["reason"].startswith(f"pulled from memory {rel.id} (fused 1.00")
+    assert pulled[0]["reason"].startswith(f"pulled from memory {rel.id} (fused 1.00, vector ")
     assert "kubectl rollout undo" in out["content"]
     no_memory = ContextService().compile_context(request(["x"], memory_scope={"k": 3}))
     assert any("memory_scope ignored" in w for w in no_memory["warnings"])

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from velesmem.context.media import Media
+from velesmem.ids import SOURCE_HANDLE_PREFIX
 
 
 @dataclass
@@ -45,8 +46,6 @@ class Item:
 
     @property
     def handle(self) -> str:
-        from velesmem.ids import SOURCE_HANDLE_PREFIX
-
         return f"{SOURCE_HANDLE_PREFIX}{self.content_hash}"
 
     @property

@@ -21,6 +21,15 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
+def _confidences(memory: Any, memories: list[Any]) -> dict[int, float]:
+    """Learned confidences: from ``memory.confidences(ids)`` when the service offers it, else from
+    a ``confidence`` attribute on the recalled memory, else the default 0.5 (term inert)."""
+    reader = getattr(memory, "confidences", None)
+    if callable(reader):
+        return {int(k): float(v) for k, v in reader([m.id for m in memories]).items()}
+    return {m.id: float(c) for m in memories if (c := getattr(m, "confidence", None)) is not None}
+
+
 def pull_memories(memory: Any, request: CompileRequest, start_order: int) -> list[Item]:
     """Items for the memories a fused recall returns, best blended score first."""
     scope = request.memory_scope
@@ -37,7 +46,8 @@ def pull_memories(memory: Any, request: CompileRequest, start_order: int) -> lis
     if not memories:
         return []
     imp = request.policy.importance
-    top = max((m.score for m in memories), default=0.0)
+    n = len(memories)
+    confidences = _confidences(memory, memories)
     recency_values: list[float | None] = [
         _number(m.metadata.get(imp.recency_field)) if imp.recency_field else None for m in memories
     ]
@@ -45,9 +55,10 @@ def pull_memories(memory: Any, request: CompileRequest, start_order: int) -> lis
     lo, hi = (min(present), max(present)) if present else (0.0, 0.0)
     ranked = []
     for pos, (m, rv) in enumerate(zip(memories, recency_values)):
-        fused = max(m.score, 0.0) / top if top > 0 else 0.0
-        confidence = getattr(m, "confidence", None)
-        confidence = DEFAULT_CONFIDENCE if confidence is None else float(confidence)
+        # recall_fused returns its fused ranking in order, but its ``score`` is the raw vector
+        # similarity (0 for a graph-only hit), so the fused term is normalised from the rank.
+        fused = (n - pos) / n
+        confidence = confidences.get(m.id, DEFAULT_CONFIDENCE)
         recency = (rv - lo) / (hi - lo) if rv is not None and hi > lo else 0.0
         score = fused + imp.confidence * (confidence - 0.5) * 2 + imp.recency * recency
         ranked.append((score, pos, m, fused, confidence, recency))
@@ -66,8 +77,8 @@ def pull_memories(memory: Any, request: CompileRequest, start_order: int) -> lis
                 kind="memory",
                 memory_id=m.id,
                 memory_reason=(
-                    f"pulled from memory {m.id} (fused {fused:.2f}, confidence {confidence:.2f}, "
-                    f"recency {recency:.2f})"
+                    f"pulled from memory {m.id} (fused {fused:.2f}, vector {max(m.score, 0.0):.2f}, "
+                    f"confidence {confidence:.2f}, recency {recency:.2f})"
                 ),
                 relevance=round(min(1.0, max(0.0, score)), 4),
                 tokens=estimate_tokens(text),

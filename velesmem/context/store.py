@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from velesmem.ids import fnv1a64
+from velesmem.ids import fnv1a64, working_context_id
 from velesmem.limits import MAX_SAVINGS_EVENTS
 
 KIND_SOURCE = "ctx_source"
@@ -124,8 +124,6 @@ class MemoryContextStore:
         return [f.metadata for f in facts if not _expired(f.metadata, now)], truncated
 
     def put_working(self, project: str, session: str, working: dict[str, Any]) -> tuple[int, int]:
-        from velesmem.ids import working_context_id
-
         fid = working_context_id(project, session)
         saved_at = int(self.now())
         content = json.dumps(working, ensure_ascii=False, separators=(",", ":"))
@@ -144,16 +142,12 @@ class MemoryContextStore:
         return fid, saved_at
 
     def get_working(self, project: str, session: str) -> dict[str, Any] | None:
-        from velesmem.ids import working_context_id
-
         fact = self.memory.get_internal(working_context_id(project, session))
         if fact is None or fact.kind != KIND_WORKING:
             return None
         return json.loads(fact.content)
 
     def sessions(self, project: str) -> list[SessionEntry]:
-        from velesmem.ids import working_context_id
-
         fact = self.memory.get_internal(working_index_id(project))
         if fact is None:
             return []
@@ -209,8 +203,6 @@ class InMemoryContextStore:
         return hits[:MAX_SAVINGS_EVENTS], len(hits) > MAX_SAVINGS_EVENTS
 
     def put_working(self, project: str, session: str, working: dict[str, Any]) -> tuple[int, int]:
-        from velesmem.ids import working_context_id
-
         saved_at = int(self.now())
         with self._lock:
             self._working[(project, session)] = json.loads(json.dumps(working))

@@ -57,6 +57,11 @@ def question(tech: str) -> str:
     return f"why did we adopt {tech}"
 
 
+def decision_text(tech: str, old: str) -> str:
+    """The decision: shares only the technology's name with its question, nothing with others."""
+    return f"adopted {tech} to replace {old}"
+
+
 def load_store(path: Path, settings: Settings) -> MemoryService:
     """Store every chain with its links: decision → PR (implemented_in), PR → problem (fixes)."""
     svc = MemoryService.open(path, settings=settings)
@@ -64,7 +69,7 @@ def load_store(path: Path, settings: Settings) -> MemoryService:
         problem_id = svc.remember(problem).id
         pr_id = svc.remember(f"PR #{100 + n} swaps {old} for {tech}",
                              links=[{"target": problem_id, "relation": "fixes"}]).id
-        svc.remember(f"we adopted {tech} instead of {old} after a long review",
+        svc.remember(decision_text(tech, old),
                      links=[{"target": pr_id, "relation": "implemented_in"}])
     return svc
 
@@ -76,7 +81,7 @@ def run(k: int) -> dict[str, float]:
         with load_store(Path(tmp), settings) as svc:
             for tech, old, problem in CHAINS:
                 q = question(tech)
-                decision = f"we adopted {tech} instead of {old} after a long review"
+                decision = decision_text(tech, old)
                 plain = [m.content for m in svc.recall(q, k=k).memories]
                 fused = [m.content for m in svc.recall_fused(q, k=k, hops=2).memories]
                 hits["direct"] += decision in plain

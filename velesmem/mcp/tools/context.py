@@ -9,6 +9,7 @@ facts (``MemoryContextStore``).
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
 from fastmcp import FastMCP
@@ -147,8 +148,12 @@ class WorkingEntry(WireModel):
     @model_validator(mode="before")
     @classmethod
     def _bare_string(cls, value: Any) -> Any:
-        if isinstance(value, str) and not value.lstrip().startswith("{"):
-            return {"text": value}
+        if isinstance(value, str):
+            try:
+                decoded = json.loads(value)  # a JSON-encoded entry object, as every WireModel takes
+            except ValueError:
+                decoded = None
+            return decoded if isinstance(decoded, dict) else {"text": value}
         return value
 
 

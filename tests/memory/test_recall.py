@@ -224,3 +224,42 @@ def test_selector_and_hnsw_paths_match_the_oracle(tmp_path, clock, settings_vect
 @pytest.fixture
 def settings_vector(settings):
     return settings.with_overrides(recall_mode="vector")
+
+
+def test_hybrid_filtered_recall_returns_only_and_all_matches(mem: MemoryService) -> None:
+    for i in range(60):
+        mem.remember(f"note {i} about {WORDS[i % len(WORDS)]} and {WORDS[(i * 7) % 10]}",
+                     metadata={"project": "ab"[i % 2], "n": i})
+    got = mem.recall("cache lock", k=50, filter={"project": "a"}).memories
+    assert len(got) == 30 and all(m.metadata["project"] == "a" for m in got)
+    top = mem.recall_where("cache lock", [{"field": "n", "op": "lt", "value": 5}], k=10)
+    assert sorted(m.metadata["n"] for m in top.memories) == [0, 1, 2, 3, 4]
+    lexical = mem.recall("cache", k=3, filter={"project": "b"}).memories
+    assert all("cache" in m.content for m in lexical)
+
+
+def test_use_after_close_is_internal(store_dir, clock) -> None:
+    from velesmem.errors import Internal
+    mem = MemoryService.open(store_dir, clock=clock)
+    mem.recall("warm up the reader")
+    mem.close()
+    with pytest.raises(Internal, match="closed"):
+        mem.recall("x")
+    with pytest.raises(Internal, match="closed"):
+        mem.remember("x")
+
+
+def test_bm25_keeps_the_rarest_terms_within_the_postings_budget(mem: MemoryService,
+                                                                 monkeypatch) -> None:
+    from velesmem.memory import ranking
+
+    for i in range(40):
+        mem.remember(f"common groups running note {i}")
+    mem.remember("rare happiness entry")
+    conn = mem.store.reader()
+    assert ranking.bounded_terms(conn, ["groups", "happiness", "absent"]) == ["happiness",
+                                                                              "groups"]
+    monkeypatch.setattr(ranking, "BM25_POSTINGS_BUDGET", 10)
+    assert ranking.bounded_terms(conn, ["groups", "happiness"]) == ["happiness"]
+    assert ranking.bounded_terms(conn, ["groups"]) == ["groups"]  # the rarest is always kept
+    assert mem.recall("happiness groups", k=1).memories[0].content == "rare happiness entry"

@@ -98,3 +98,12 @@ def test_save_and_load_round_trip(tmp_path: Path) -> None:
     assert loaded.search(x[9], 1)[0][0] == ids[9]
     assert VectorIndex.load(tmp_path, 16, "other-model") is None
     assert VectorIndex.load(tmp_path, 32, "m") is None
+
+
+def test_bm25_scratch_tokenizer_matches_the_store_schema() -> None:
+    import inspect
+
+    from velesmem.memory import ranking
+    from velesmem.store import schema
+
+    assert f"tokenize='{ranking.FTS_TOKENIZER}'" in inspect.getsource(schema)

@@ -37,6 +37,8 @@ HASH_VECTOR_WEIGHT = 0.5  # LoCoMo-tuned, docs/ranking.md
 LEX_WEIGHT = 1.0
 MIN_CANDIDATES = 32
 MAX_QUERY_TERMS = 32
+BM25_POSTINGS_BUDGET = 10_000  # most postings one BM25 query scores (rarest terms first)
+FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"  # the store's facts_fts tokenizer
 _FTS_TOKEN = re.compile(r"[^\W_]+")
 
 # English function words (the NLTK list plus contractions' fragments); docs/ranking.md.
@@ -137,7 +139,7 @@ class Ranker:
               vector_ids: list[int]) -> dict[int, float]:
         """BM25 (positive, higher is better) of the top ``depth`` matches and of the vector
         candidates."""
-        terms = fts_terms(query)
+        terms = bounded_terms(conn, fts_terms(query))
         if not terms:
             return {}
         match = fts_match(terms)
@@ -156,6 +158,51 @@ class Ranker:
                 "SELECT rowid, -bm25(facts_fts) FROM facts_fts WHERE facts_fts MATCH ? AND "
                 "rowid IN (SELECT value FROM json_each(?))", (match, json.dumps(rest))))
         return scores
+
+
+def bounded_terms(conn: sqlite3.Connection, terms: list[str]) -> list[str]:
+    """The query terms that match something, rarest first, while their summed document
+    frequencies stay within BM25_POSTINGS_BUDGET (the rarest is always kept).
+
+    BM25 must score every fact matching any term, so one very common term would make the query
+    cost grow with the store; its idf is low, so leaving it out changes the ranking little.
+    Document frequencies come from an fts5vocab view of the store's index; the query words are
+    stemmed by a scratch FTS5 table with the same tokenizer, both in this connection's ``temp``.
+    """
+    if not terms:
+        return []
+    _ensure_scratch(conn)
+    conn.execute("DELETE FROM temp.q_fts")
+    conn.executemany("INSERT INTO temp.q_fts (rowid, w) VALUES (?, ?)",
+                     [(n, t) for n, t in enumerate(terms)])
+    stems: dict[int, list[str]] = {}
+    for term, doc in conn.execute("SELECT term, doc FROM temp.q_vocab"):
+        stems.setdefault(int(doc), []).append(term)
+    wanted = sorted({t for ts in stems.values() for t in ts})
+    df = dict(conn.execute(
+        "SELECT term, doc FROM temp.facts_vocab WHERE term IN (SELECT value FROM json_each(?))",
+        (json.dumps(wanted),)))
+    costs = []
+    for n, term in enumerate(terms):
+        cost = sum(df.get(s, 0) for s in stems.get(n, []))
+        if cost:
+            costs.append((cost, n, term))
+    costs.sort()
+    kept, spent = [], 0
+    for cost, _, term in costs:
+        if kept and spent + cost > BM25_POSTINGS_BUDGET:
+            break
+        kept.append(term)
+        spent += cost
+    return kept
+
+
+def _ensure_scratch(conn: sqlite3.Connection) -> None:
+    if conn.execute("SELECT 1 FROM temp.sqlite_master WHERE name = 'q_vocab'").fetchone():
+        return
+    conn.execute(f"CREATE VIRTUAL TABLE temp.q_fts USING fts5(w, tokenize='{FTS_TOKENIZER}')")
+    conn.execute("CREATE VIRTUAL TABLE temp.q_vocab USING fts5vocab(temp, q_fts, 'instance')")
+    conn.execute("CREATE VIRTUAL TABLE temp.facts_vocab USING fts5vocab(main, facts_fts, 'row')")
 
 
 def _confidences(conn: sqlite3.Connection, ids: list[int], now: float) -> dict[int, float]:

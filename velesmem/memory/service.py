@@ -165,7 +165,8 @@ class MemoryService:
 
     def recall_where(self, query: str, filters: list[dict],
                      k: int = limits.DEFAULT_RECALL_K) -> RecallResult:
-        """Like recall, constrained by typed predicates ``[{field, op, value}]`` (ANDed)."""
+        """Like recall, constrained by typed predicates ``[{field, op, value}]`` (ANDed; an empty
+        list constrains nothing). Internal scaffolding is never returned."""
         q = validate.query(query)
         cond = mfilters.predicates(filters)
         k = _k(k)

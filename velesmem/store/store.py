@@ -47,7 +47,9 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
     conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
     conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
     if readonly:
-        conn.execute("PRAGMA query_only=1")
+        # Readers write nothing to the store; they may keep scratch tables in ``temp``
+        # (recall's query-term statistics), so query_only is not set.
+        pass
     else:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
@@ -118,10 +120,10 @@ class Store:
 
     def reader(self) -> sqlite3.Connection:
         """This thread's read-only connection (WAL readers never block the writer)."""
+        if self._closed:
+            raise Internal("the store is closed")
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            if self._closed:
-                raise Internal("the store is closed")
             conn = connect(self.db_path, readonly=True)
             self._local.conn = conn
             with self._readers_lock:

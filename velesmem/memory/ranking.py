@@ -10,8 +10,9 @@ For a query q and a candidate fact f (docs/ranking.md has the why and the LoCoMo
 
 Candidates: the vector side's top ``depth`` (exact or HNSW, restricted to the filter) unioned
 with BM25's top ``depth`` (FTS5, same filter), each candidate scored on both sides exactly. The
-BM25 query is the query's word tokens (FTS5 ``unicode61`` tokens, diacritics folded) minus
-English stopwords, OR-ed; with no term left the ranking is the vector one. In ``vector`` mode
+BM25 query is the query's word tokens (FTS5 ``porter unicode61`` tokens, diacritics folded)
+minus English stopwords, rarest first within a postings budget (``bounded_terms``), OR-ed;
+with no term left the ranking is the vector one. In ``vector`` mode
 (``VELESDB_MEMORY_RECALL_MODE=vector``) key(f) = (cos(q, f) + 1) / 2 * the same confidence
 factor, applied to the vector top-k only, as the reference does. The returned score is always
 the raw cosine; ``relevance`` (what recall_fused normalises) is max(key, 0) in hybrid mode and

@@ -4,10 +4,11 @@ Per whitespace-separated word, the ceiling of the summed per-character costs (in
 token); plus one token per newline and one per four other characters of any whitespace run
 longer than a single space. The costs are the reference's, raised where a real cl100k count
 beat them on the committed corpus (``tests/context/estimator_corpus``): ASCII punctuation,
-non-ASCII text by UTF-8 width, Korean/Japanese/Chinese, indentation and newlines. It is checked
-to over-count every content class of that corpus, line by line. Known blind spot: random letter
-strings (base64, hashes written in letters) tokenise worse than any word-based rule predicts;
-media never goes through this path (images are priced from their header).
+non-ASCII text by UTF-8 width, Korean/Japanese/Chinese, indentation and newlines, and one more
+token per case or letter/digit switch inside a word (base64, JWTs, keys). It is checked to
+over-count every content class of that corpus, line by line. Known blind spot: long random
+all-lowercase strings tokenise worse than any word-based rule predicts; media never goes through
+this path (images are priced from their header).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ _CJK = 40  # Han, Hiragana, Katakana
 _HANGUL = 45
 _BY_UTF8_WIDTH = {2: 20, 3: 45, 4: 90}
 _SPACES_PER_TOKEN = 4
+_TRANSITION = 30  # one more token per lower→upper or letter↔digit switch inside a word
+_TRANSITIONS = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Za-z])(?=[0-9])|(?<=[0-9])(?=[A-Za-z])")
 
 
 class TokenEstimator(Protocol):
@@ -74,6 +77,8 @@ def _compute_word_tokens(word: str) -> int:
         digits = n - len(word.translate(_DROP_DIGITS))
         letters = n - len(word.translate(_DROP_LETTERS))
         total = _ASCII_LETTER * letters + _ASCII_DIGIT * digits + _ASCII_OTHER * (n - letters - digits)
+        if letters and n > 1:  # base64, JWTs, API keys: every case / letter-digit switch splits a token
+            total += _TRANSITION * len(_TRANSITIONS.findall(word))
     else:
         total = sum(_char_cost(c) for c in word)
     return -(-total // _UNIT)

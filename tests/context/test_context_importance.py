@@ -63,3 +63,9 @@ def test_confidence_never_widens_the_pool() -> None:
     out = ContextService(memory=Recaller(POOL, {22: 1.0})).compile_context(request(
         ["x"], memory_scope={"k": 1}, policy={"importance": {"confidence": 10.0}}))
     assert pulled_order(out) == [11]
+
+
+def test_an_empty_query_skips_the_recall_with_a_warning() -> None:
+    recaller = Recaller(POOL)
+    out = ContextService(memory=recaller).compile_context(request(["x"], query=" ", memory_scope={"k": 2}))
+    assert recaller.calls == [] and any("empty query" in w for w in out["warnings"])

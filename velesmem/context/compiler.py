@@ -7,7 +7,7 @@ compiles to byte-identical output in any process.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from velesmem.context.chunk import chunk_item, packable_text
@@ -45,7 +45,6 @@ class Compilation:
     result: dict[str, Any]
     items: list[Item]
     request: CompileRequest
-    decisions_by_order: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The wire shape, with ids rewritten to strings under ``policy.ids_as_strings``."""
@@ -86,6 +85,8 @@ def compile_request(
     if request.memory_scope is not None:
         if memory is None:
             warnings.append("memory_scope ignored: no memory store is attached to this compiler")
+        elif not request.query.strip():
+            warnings.append("memory_scope ignored: an empty query recalls nothing")
         else:
             items += pull_memories(memory, request, start_order=len(items))
 

@@ -180,8 +180,8 @@ class DrainGate:
             await self.app(scope, receive, send)
             return
         if self.state.closing:
-            await _plain(send, 503, "Service Unavailable: velesdb-memory is shutting down",
-                         [(b"connection", b"close")])
+            await _jsonrpc_refusal(send, 503, "velesdb-memory is shutting down: the call was not "
+                                   "run; retry once the daemon is back")
             return
         self.state.in_flight += 1
         try:

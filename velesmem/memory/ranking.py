@@ -21,10 +21,12 @@ max(cos, 0) in vector mode, so an unrelated fact weighs nothing there.
 
 from __future__ import annotations
 
+import heapq
 import json
 import re
 import sqlite3
 from dataclasses import dataclass
+from operator import itemgetter
 
 import numpy as np
 
@@ -38,7 +40,9 @@ HASH_VECTOR_WEIGHT = 0.5  # LoCoMo-tuned, docs/ranking.md
 LEX_WEIGHT = 1.0
 MIN_CANDIDATES = 32
 MAX_QUERY_TERMS = 32
-BM25_POSTINGS_BUDGET = 10_000  # most postings one BM25 query scores (rarest terms first)
+BM25_POSTINGS_BUDGET = 3_000  # most postings one BM25 query scores (rarest terms first)
+DF_REFRESH_WRITES = 1_000  # a cached document frequency is re-read after this many writes
+TERM_CACHE_MAX = 100_000
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"  # the store's facts_fts tokenizer
 _FTS_TOKEN = re.compile(r"[^\W_]+")
 
@@ -91,6 +95,7 @@ class Ranker:
         self.embedder = embedder
         self.mode = mode
         self.vector_weight = SEMANTIC_VECTOR_WEIGHT if embedder.semantic else HASH_VECTOR_WEIGHT
+        self.stats = TermStats(store)
 
     def rank(self, query: str, depth: int, cond: Condition, now: float) -> list[Ranked]:
         """The best ``depth`` live user facts matching ``cond``, best first."""
@@ -112,8 +117,8 @@ class Ranker:
         else:
             hits = index.search(qv, max(depth, MIN_CANDIDATES), allowed)
             cos = dict(hits)
-            lex = self._bm25(conn, query, max(depth, MIN_CANDIDATES), cond, list(cos))
-            missing = [i for i in lex if i not in cos]
+            lex, top = self._bm25(conn, query, max(depth, MIN_CANDIDATES), cond)
+            missing = [i for i in top if i not in cos]
             if missing:
                 cos.update(index.similarities(qv, missing))
                 for i in missing:
@@ -136,32 +141,50 @@ class Ranker:
         out.sort(key=lambda r: (-r.key, to_u64(r.id)))
         return out[:depth]
 
-    def _bm25(self, conn: sqlite3.Connection, query: str, depth: int, cond: Condition,
-              vector_ids: list[int]) -> dict[int, float]:
-        """BM25 (positive, higher is better) of the top ``depth`` matches and of the vector
-        candidates."""
-        terms = bounded_terms(conn, fts_terms(query))
+    def _bm25(self, conn: sqlite3.Connection, query: str, depth: int,
+              cond: Condition) -> tuple[dict[int, float], list[int]]:
+        """BM25 (positive, higher is better) of every matching fact, and the top ``depth`` ids.
+
+        One FTS5 pass over the (budget-bounded) matches scores them all, so the vector
+        candidates' BM25 needs no second query."""
+        terms = bounded_terms(conn, fts_terms(query), self.stats)
         if not terms:
-            return {}
+            return {}, []
         match = fts_match(terms)
         if cond is TRUE:
-            rows = conn.execute("SELECT rowid, -bm25(facts_fts) AS s FROM facts_fts WHERE "
-                                "facts_fts MATCH ? ORDER BY s DESC LIMIT ?", (match, depth))
+            rows = conn.execute("SELECT rowid, -bm25(facts_fts) FROM facts_fts WHERE "
+                                "facts_fts MATCH ?", (match,))
         else:
             rows = conn.execute(
-                "SELECT facts_fts.rowid, -bm25(facts_fts) AS s FROM facts_fts JOIN facts "
-                f"ON facts.id = facts_fts.rowid WHERE facts_fts MATCH ? AND ({cond.sql}) "
-                "ORDER BY s DESC LIMIT ?", (match, *cond.params, depth))
-        scores = {int(i): float(s) for i, s in rows}
-        rest = [i for i in vector_ids if i not in scores]
-        if rest:
-            scores.update((int(i), float(s)) for i, s in conn.execute(
-                "SELECT rowid, -bm25(facts_fts) FROM facts_fts WHERE facts_fts MATCH ? AND "
-                "rowid IN (SELECT value FROM json_each(?))", (match, json.dumps(rest))))
-        return scores
+                "SELECT facts_fts.rowid, -bm25(facts_fts) FROM facts_fts JOIN facts "
+                f"ON facts.id = facts_fts.rowid WHERE facts_fts MATCH ? AND ({cond.sql})",
+                (match, *cond.params))
+        found = rows.fetchall()  # in rowid order, so ties below are broken deterministically
+        top = [i for i, _ in heapq.nlargest(depth, found, key=itemgetter(1))]
+        return dict(found), top
 
 
-def bounded_terms(conn: sqlite3.Connection, terms: list[str]) -> list[str]:
+class TermStats:
+    """Per-store caches for the BM25 budget: the stems of query words (exact, kept) and the
+    document frequency of each stem (re-read after DF_REFRESH_WRITES writes)."""
+
+    def __init__(self, store: Store | None) -> None:
+        self.store = store
+        self.stems: dict[str, tuple[str, ...]] = {}
+        self.df: dict[str, tuple[int, int]] = {}
+
+    def seq(self) -> int:
+        return self.store.seq if self.store is not None else 0
+
+    def trim(self) -> None:
+        if len(self.stems) > TERM_CACHE_MAX:
+            self.stems.clear()
+        if len(self.df) > TERM_CACHE_MAX:
+            self.df.clear()
+
+
+def bounded_terms(conn: sqlite3.Connection, terms: list[str],
+                  stats: TermStats | None = None) -> list[str]:
     """The query terms that match something, rarest first, while their summed document
     frequencies stay within BM25_POSTINGS_BUDGET (the rarest is always kept).
 
@@ -172,20 +195,31 @@ def bounded_terms(conn: sqlite3.Connection, terms: list[str]) -> list[str]:
     """
     if not terms:
         return []
+    stats = stats if stats is not None else TermStats(None)
+    stats.trim()
     _ensure_scratch(conn)
-    conn.execute("DELETE FROM temp.q_fts")
-    conn.executemany("INSERT INTO temp.q_fts (rowid, w) VALUES (?, ?)",
-                     [(n, t) for n, t in enumerate(terms)])
-    stems: dict[int, list[str]] = {}
-    for term, doc in conn.execute("SELECT term, doc FROM temp.q_vocab"):
-        stems.setdefault(int(doc), []).append(term)
-    wanted = sorted({t for ts in stems.values() for t in ts})
-    df = dict(conn.execute(
-        "SELECT term, doc FROM temp.facts_vocab WHERE term IN (SELECT value FROM json_each(?))",
-        (json.dumps(wanted),)))
+    unknown = [t for t in terms if t not in stats.stems]
+    if unknown:
+        conn.execute("DELETE FROM temp.q_fts")
+        conn.executemany("INSERT INTO temp.q_fts (rowid, w) VALUES (?, ?)",
+                         list(enumerate(unknown)))
+        found: dict[int, list[str]] = {}
+        for term, doc in conn.execute("SELECT term, doc FROM temp.q_vocab"):
+            found.setdefault(int(doc), []).append(term)
+        for n, word in enumerate(unknown):
+            stats.stems[word] = tuple(found.get(n, ()))
+    seq = stats.seq()
     costs = []
     for n, term in enumerate(terms):
-        cost = sum(df.get(s, 0) for s in stems.get(n, []))
+        cost = 0
+        for stem in stats.stems[term]:
+            cached = stats.df.get(stem)
+            if cached is None or seq - cached[1] > DF_REFRESH_WRITES:
+                row = conn.execute("SELECT doc FROM temp.facts_vocab WHERE term = ?",
+                                   (stem,)).fetchone()
+                cached = (int(row[0]) if row else 0, seq)
+                stats.df[stem] = cached
+            cost += cached[0]
         if cost:
             costs.append((cost, n, term))
     costs.sort()

@@ -67,7 +67,8 @@ def remember(store: Store, w: FactWrite):
             if row[0] != w.content:
                 _fts_replace(conn, key, row[0], w.content)
         assert store.identity is not None
-        record_provenance(conn, store.identity)
+        if not store.provenance_recorded:
+            record_provenance(conn, store.identity)
         for target, relation in w.links:
             _insert_edge(conn, w.id, target, relation, w.now)
         index = store.index
@@ -75,6 +76,7 @@ def remember(store: Store, w: FactWrite):
         vec = w.vector.reshape(1, -1)
 
         def effect() -> None:
+            store.provenance_recorded = True
             index.add(np.asarray([key], dtype=np.int64), vec, seq)
             if w.expires_at is not None:
                 store.note_expiry(w.expires_at)

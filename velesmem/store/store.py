@@ -90,6 +90,8 @@ class Store:
         # Earliest expiry that may be pending; -inf forces a purge check at the first use.
         # Only the writer thread changes it (in write effects, in commit order).
         self.next_expiry: float | None = float("-inf")
+        # Set once a fact committed the provenance record (writer thread only).
+        self.provenance_recorded = read_provenance(conn) is not None
         self._closed = False
 
     @classmethod

@@ -323,12 +323,9 @@ class VectorIndex:
                        n: int) -> list[tuple[int, float]]:
         if not self._p_rows:
             return []
-        if allowed is None:
-            rows = np.flatnonzero(self._p_alive[self._p_head:self._p_tail]) + self._p_head
-        else:
-            get = self._p_rows.get
-            rows = np.asarray([r for r in (get(i) for i in allowed.tolist()) if r is not None],
-                              dtype=np.int64)
+        rows = np.flatnonzero(self._p_alive[self._p_head:self._p_tail]) + self._p_head
+        if allowed is not None:
+            rows = rows[np.isin(self._p_ids[rows], allowed)]
         return _top(self._p_vecs[rows] @ q if len(rows) else np.zeros(0, np.float32),
                     self._p_ids[rows] if len(rows) else np.zeros(0, np.int64), n)
 

@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 
 from velesmem.config import Settings
-from velesmem.embed import HASH_DIMENSION, Embedder, HashEmbedder, load_embedder, tokenize
+from velesmem.embed import (
+    HASH_DIMENSION,
+    Embedder,
+    HashEmbedder,
+    content_tokens,
+    load_embedder,
+    tokenize,
+)
 from velesmem.errors import Internal
 from velesmem.ids import fnv1a64
 
@@ -24,9 +31,20 @@ def test_embed_is_l2_normalised_float32_of_384_dims() -> None:
     assert not vecs[2].any()  # nothing to embed: the zero vector
 
 
-def test_bucket_is_fnv_of_the_token_mod_384() -> None:
-    vec = HashEmbedder().embed(["hello hello"])[0]
-    assert np.flatnonzero(vec).tolist() == [fnv1a64(b"hello") % 384]
+def test_bucket_is_fnv_of_the_token_mod_384_signed_by_bit_63() -> None:
+    for word in ("hello", "tokio", "parking", "cache", "lock"):
+        h = fnv1a64(word.encode())
+        vec = HashEmbedder().embed([f"{word} {word}"])[0]
+        assert np.flatnonzero(vec).tolist() == [h % 384]
+        assert vec[h % 384] == (-1.0 if h >> 63 else 1.0)
+
+
+def test_stopwords_are_left_out_unless_nothing_else_remains() -> None:
+    assert content_tokens("Why did we adopt Tokio?") == ["adopt", "tokio"]
+    assert content_tokens("what is it") == ["what", "is", "it"]
+    emb = HashEmbedder()
+    a, b = emb.embed(["why did we adopt tokio", "adopt tokio"])
+    assert np.array_equal(a, b)
 
 
 def test_identity_and_protocol() -> None:

@@ -1,8 +1,15 @@
 """Embedders: the ``Embedder`` protocol, the offline ``hash`` default and ``load_embedder``."""
 
 from velesmem.embed.base import Embedder
-from velesmem.embed.hashing import HASH_DIMENSION, HASH_MODEL, HashEmbedder, tokenize
+from velesmem.embed.hashing import (
+    HASH_DIMENSION,
+    HASH_MODEL,
+    HashEmbedder,
+    content_tokens,
+    tokenize,
+)
 from velesmem.embed.loader import BACKENDS, load_embedder
+from velesmem.embed.stopwords import STOPWORDS
 
-__all__ = ["BACKENDS", "HASH_DIMENSION", "HASH_MODEL", "Embedder", "HashEmbedder",
-           "load_embedder", "tokenize"]
+__all__ = ["BACKENDS", "HASH_DIMENSION", "HASH_MODEL", "STOPWORDS", "Embedder", "HashEmbedder",
+           "content_tokens", "load_embedder", "tokenize"]

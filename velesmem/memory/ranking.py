@@ -30,7 +30,7 @@ from operator import itemgetter
 
 import numpy as np
 
-from velesmem.embed import Embedder
+from velesmem.embed import STOPWORDS, Embedder
 from velesmem.ids import to_u64
 from velesmem.memory.filters import TRUE, Condition
 from velesmem.store import Store
@@ -46,18 +46,7 @@ TERM_CACHE_MAX = 100_000
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"  # the store's facts_fts tokenizer
 _FTS_TOKEN = re.compile(r"[^\W_]+")
 
-# English function words (the NLTK list plus contractions' fragments); docs/ranking.md.
-STOPWORDS = frozenset("""
-a about above after again against all am an and any are aren as at be because been before being
-below between both but by can couldn d did didn do does doesn doing don down during each few for
-from further had hadn has hasn have haven having he her here hers herself him himself his how i
-if in into is isn it its itself just ll m ma me mightn more most mustn my myself needn no nor not
-now o of off on once only or other our ours ourselves out over own re s same shan she should
-shouldn so some such t than that the their theirs them themselves then there these they this
-those through to too under until up ve very was wasn we were weren what when where which while
-who whom why will with won would wouldn y you your yours yourself yourselves also could get got
-did does let may might must shall would us
-""".split())
+
 
 
 @dataclass(frozen=True)

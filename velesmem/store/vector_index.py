@@ -31,8 +31,8 @@ HNSW_M = 32
 HNSW_EF_CONSTRUCTION = 40
 HNSW_EF_SEARCH = 160  # 100k hash vectors: recall@10 0.96 at 128, 0.975 at 200 (docs/engine.md)
 MAX_EF_SEARCH = 4096
-EXACT_SCAN_MAX = 10_000
-EXACT_FILTER_MAX = 20_000
+EXACT_SCAN_MAX = 4_096
+EXACT_FILTER_MAX = 8_192
 REBUILD_MIN_TOMBSTONES = 1024
 REBUILD_TOMBSTONE_FRACTION = 0.2
 PENDING_CHUNK = 64  # vectors moved into HNSW per indexer step (the write lock is held meanwhile)
@@ -302,7 +302,7 @@ class VectorIndex:
                 pending = self._pending_exact(q[0], None, n)
                 live_main = self._n - self._n_dead
                 if live_main <= EXACT_SCAN_MAX:
-                    main = self._exact(q[0], np.flatnonzero(~self._dead[: self._n]), n)
+                    main = self._exact_all(q[0], n)
                 else:
                     main = self._hnsw(q, n, self._not_dead_selector(), live_main)
             else:
@@ -334,6 +334,15 @@ class VectorIndex:
         rows = [r for r in (get(i) for i in ids.tolist()) if r is not None]
         arr = np.asarray(rows, dtype=np.int64)
         return arr[~self._dead[arr]] if len(arr) else arr
+
+    def _exact_all(self, q: np.ndarray, n: int) -> list[tuple[int, float]]:
+        """Exact search over the whole HNSW storage, in place (no gather copy)."""
+        sims = self._xb() @ q
+        ids = self._row_ids[: self._n]
+        if self._n_dead:
+            live = ~self._dead[: self._n]
+            sims, ids = sims[live], ids[live]
+        return _top(sims, ids, n)
 
     def _exact(self, q: np.ndarray, rows: np.ndarray, n: int) -> list[tuple[int, float]]:
         if len(rows) == 0:

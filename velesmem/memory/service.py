@@ -114,8 +114,8 @@ class MemoryService:
         fid = fact_id(content)
         pairs = validate.links(links, fid)
         ttl = validate.ttl(ttl_seconds, self.settings.default_ttl)
+        meta, meta_json = validate.metadata(metadata, today=self._today(self.now()))
         now = self._purge_due()
-        meta, meta_json = validate.metadata(metadata, today=self._today(now))
         vector = self.embedder.embed([content])[0]
         write = writes.FactWrite(fid, content, meta_json, vector, now,
                                  None if ttl is None else now + ttl, pairs)

@@ -114,7 +114,7 @@ class MemoryService:
         fid = fact_id(content)
         pairs = validate.links(links, fid)
         ttl = validate.ttl(ttl_seconds, self.settings.default_ttl)
-        meta, meta_json = validate.metadata(metadata, today=self._today(self.now()))
+        _, meta_json = validate.metadata(metadata, today=self._today(self.now()))
         now = self._purge_due()
         vector = self.embedder.embed([content])[0]
         write = writes.FactWrite(fid, content, meta_json, vector, now,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
@@ -196,6 +195,3 @@ class DrainState:
     def __init__(self) -> None:
         self.closing = False
         self.in_flight = 0
-
-    def snapshot(self) -> dict[str, Any]:
-        return {"closing": self.closing, "in_flight": self.in_flight}

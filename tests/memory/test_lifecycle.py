@@ -193,3 +193,42 @@ def test_concurrent_remembers_are_all_acknowledged_and_visible(mem: MemoryServic
     assert mem.memory_status().memory["facts"] == 320
     got = mem.recall("writer 5 note 39", k=1, filter={"t": 5}).memories
     assert got[0].content == "writer 5 note 39"
+
+
+def test_concurrent_reads_writes_and_forgets_stay_consistent(mem: MemoryService) -> None:
+    errors: list[BaseException] = []
+    written: list[int] = []
+    lock = threading.Lock()
+
+    def guard(fn, *args) -> None:
+        try:
+            fn(*args)
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    def writer(t: int) -> None:
+        for i in range(60):
+            fid = mem.remember(f"stress {t} item {i} cache lock disk").id
+            with lock:
+                written.append(fid)
+            if i % 3 == 0:
+                mem.forget(fid)
+
+    def reader() -> None:
+        for _ in range(60):
+            got = mem.recall("cache lock disk", k=20).memories
+            assert all(m.content.startswith("stress") for m in got)
+            mem.recall_fused("stress cache", k=5)
+            mem.list_memories(limit=10)
+
+    threads = [threading.Thread(target=guard, args=(writer, t)) for t in range(4)]
+    threads += [threading.Thread(target=guard, args=(reader,)) for _ in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors[0]
+    facts = mem.memory_status().memory["facts"]
+    assert facts == 4 * 40
+    assert mem.store.index.live_count == facts
+    assert len(mem.recall("cache lock disk", k=1000).memories) == facts

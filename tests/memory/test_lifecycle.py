@@ -195,7 +195,14 @@ def test_concurrent_remembers_are_all_acknowledged_and_visible(mem: MemoryServic
     assert got[0].content == "writer 5 note 39"
 
 
-def test_concurrent_reads_writes_and_forgets_stay_consistent(mem: MemoryService) -> None:
+@pytest.mark.parametrize("hnsw", [False, True], ids=["exact", "hnsw-rebuilds"])
+def test_concurrent_reads_writes_and_forgets_stay_consistent(mem: MemoryService, hnsw: bool,
+                                                              monkeypatch) -> None:
+    if hnsw:  # force the HNSW path, chunked indexing and tombstone rebuilds under load
+        from velesmem.store import vector_index
+        monkeypatch.setattr(vector_index, "EXACT_SCAN_MAX", 0)
+        monkeypatch.setattr(vector_index, "PENDING_CHUNK", 4)
+        monkeypatch.setattr(vector_index, "REBUILD_MIN_TOMBSTONES", 8)
     errors: list[BaseException] = []
     written: list[int] = []
     lock = threading.Lock()
@@ -231,4 +238,5 @@ def test_concurrent_reads_writes_and_forgets_stay_consistent(mem: MemoryService)
     facts = mem.memory_status().memory["facts"]
     assert facts == 4 * 40
     assert mem.store.index.live_count == facts
-    assert len(mem.recall("cache lock disk", k=1000).memories) == facts
+    found = len(mem.recall("cache lock disk", k=1000).memories)
+    assert found == facts if not hnsw else found >= 0.9 * facts  # HNSW is approximate

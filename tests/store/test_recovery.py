@@ -164,3 +164,26 @@ def test_migrations_apply_once_with_their_record(tmp_path: Path) -> None:
     with pytest.raises(Internal, match="newer than this velesmem"):
         schema.migrate(conn, 5.0)
     conn.close()
+
+
+def test_migration_2_moves_vectors_out_of_facts(tmp_path: Path) -> None:
+    conn = sqlite3.connect(tmp_path / "memory.sqlite3", isolation_level=None)
+    schema.migrate(conn, 1.0, schema.MIGRATIONS[:1])  # a store as version 1 left it
+    vec = (np.ones(384) / np.sqrt(384)).astype(np.float32)
+    conn.execute("INSERT INTO facts (id, content, metadata, kind, vector, seq, created_at, "
+                 "updated_at) VALUES (?, 'old fact', '{}', NULL, ?, 1, 0, 0)",
+                 (to_i64(fact_id_of("old fact")), vec.tobytes()))
+    conn.execute("INSERT INTO facts_fts (rowid, content) VALUES (?, 'old fact')",
+                 (to_i64(fact_id_of("old fact")),))
+    conn.close()
+    with MemoryService.open(tmp_path) as mem:  # migrates to the latest version on open
+        cols = [r[1] for r in mem.store.reader().execute("PRAGMA table_info(facts)")]
+        assert "vector" not in cols
+        assert mem.store.reader().execute("SELECT count(*) FROM vectors").fetchone()[0] == 1
+        assert mem.store.index.live_count == 1
+        assert mem.recall("old fact").memories[0].content == "old fact"
+
+
+def fact_id_of(text: str) -> int:
+    from velesmem.ids import fact_id
+    return fact_id(text)

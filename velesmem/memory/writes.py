@@ -55,15 +55,19 @@ def remember(store: Store, w: FactWrite):
         seq = store.next_seq()
         blob = w.vector.astype(np.float32).tobytes()
         if row is None:
-            conn.execute("INSERT INTO facts (id, content, metadata, kind, vector, seq, created_at, "
+            conn.execute("INSERT INTO facts (id, content, metadata, kind, seq, created_at, "
                          "updated_at, expires_at, confidence) VALUES (?, ?, ?, NULL, ?, ?, ?, ?, "
-                         "?, ?)", (key, w.content, w.metadata_json, blob, seq, w.now, w.now,
-                                   w.expires_at, limits.DEFAULT_CONFIDENCE))
+                         "?)", (key, w.content, w.metadata_json, seq, w.now, w.now,
+                                w.expires_at, limits.DEFAULT_CONFIDENCE))
+            conn.execute("INSERT OR REPLACE INTO vectors (id, vector) VALUES (?, ?)", (key, blob))
             conn.execute("INSERT INTO facts_fts (rowid, content) VALUES (?, ?)", (key, w.content))
         else:
-            conn.execute("UPDATE facts SET content = ?, metadata = ?, vector = ?, seq = ?, "
+            conn.execute("UPDATE facts SET content = ?, metadata = ?, seq = ?, "
                          "updated_at = ?, expires_at = ? WHERE id = ?",
-                         (w.content, w.metadata_json, blob, seq, w.now, w.expires_at, key))
+                         (w.content, w.metadata_json, seq, w.now, w.expires_at, key))
+            if row[0] != w.content:  # same id, other text: a hash collision; keep it coherent
+                conn.execute("INSERT OR REPLACE INTO vectors (id, vector) VALUES (?, ?)",
+                             (key, blob))
             if row[0] != w.content:
                 _fts_replace(conn, key, row[0], w.content)
         assert store.identity is not None
@@ -139,6 +143,7 @@ def delete_facts(conn: sqlite3.Connection, keys: list[int]) -> list[int]:
                          "('delete', ?, ?)", (key, content))
             removed.append(key)
         conn.execute("DELETE FROM facts WHERE id = ?", (key,))
+        conn.execute("DELETE FROM vectors WHERE id = ?", (key,))
     for hub in hubs - set(keys):
         alive = conn.execute(
             "SELECT 1 FROM edges e JOIN facts f ON f.id = CASE WHEN e.src = ? THEN e.dst ELSE "
@@ -215,8 +220,8 @@ def put_internal(store: Store, fid: int, content: str, metadata_json: str, kind:
         if row is not None and row[0] is None:
             raise InvalidInput(f"id {fid} belongs to a user fact, not internal scaffolding")
         conn.execute(
-            "INSERT INTO facts (id, content, metadata, kind, vector, seq, created_at, updated_at, "
-            "expires_at) VALUES (?, ?, ?, ?, NULL, ?, ?, ?, NULL) ON CONFLICT(id) DO UPDATE SET "
+            "INSERT INTO facts (id, content, metadata, kind, seq, created_at, updated_at, "
+            "expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, NULL) ON CONFLICT(id) DO UPDATE SET "
             "content = excluded.content, metadata = excluded.metadata, kind = excluded.kind, "
             "seq = excluded.seq, updated_at = excluded.updated_at",
             (key, content, metadata_json, kind, store.next_seq(), now, now))

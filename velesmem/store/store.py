@@ -187,12 +187,13 @@ def _load_index(conn: sqlite3.Connection, directory: Path, identity: Identity) -
     if index is None:
         index = VectorIndex(identity.dimension)
     max_seq, live = conn.execute(
-        "SELECT coalesce(max(seq), 0), count(*) FROM facts "
-        "WHERE kind IS NULL AND vector IS NOT NULL").fetchone()
+        "SELECT coalesce(max(f.seq), 0), count(*) FROM facts f JOIN vectors v ON v.id = f.id "
+        "WHERE f.kind IS NULL").fetchone()
     if index.watermark == max_seq and index.live_count == live and index.ntotal == live:
         return index
     in_db = np.fromiter((r[0] for r in conn.execute(
-        "SELECT id FROM facts WHERE kind IS NULL AND vector IS NOT NULL")), dtype=np.int64)
+        "SELECT f.id FROM facts f JOIN vectors v ON v.id = f.id WHERE f.kind IS NULL")),
+        dtype=np.int64)
     in_index = index.live_ids()
     extra = np.setdiff1d(in_index, in_db, assume_unique=True)
     if len(extra):
@@ -201,8 +202,8 @@ def _load_index(conn: sqlite3.Connection, directory: Path, identity: Identity) -
     if missing:
         ids: list[int] = []
         vecs: list[bytes] = []
-        for fid, blob in conn.execute("SELECT id, vector FROM facts WHERE kind IS NULL AND "
-                                      "vector IS NOT NULL ORDER BY seq"):
+        for fid, blob in conn.execute("SELECT f.id, v.vector FROM facts f JOIN vectors v ON "
+                                      "v.id = f.id WHERE f.kind IS NULL ORDER BY f.seq"):
             if fid in missing:
                 ids.append(fid)
                 vecs.append(blob)

@@ -10,6 +10,7 @@ absent or null field never matches, ``ne`` included.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -47,7 +48,20 @@ def _number(value: float | int) -> float | int:
     return value
 
 
+def _has_key(key: str) -> Condition:
+    """A cheap necessary condition checked before any JSON parse: metadata is stored as canonical
+    JSON (``validate.dumps``), so a key it holds appears in its text as ``"key":``."""
+    return Condition("instr(metadata, ?) > 0", (json.dumps(key, ensure_ascii=False) + ":",))
+
+
 def _typed(key: str, value: Any, sql_op: str) -> Condition:
+    cond = _has_key(key)
+    if isinstance(value, str) and sql_op == "=":  # its canonical text must appear as well
+        cond = cond & Condition("instr(metadata, ?) > 0", (json.dumps(value, ensure_ascii=False),))
+    return cond & _typed_exact(key, value, sql_op)
+
+
+def _typed_exact(key: str, value: Any, sql_op: str) -> Condition:
     p = _path(key)
     if isinstance(value, bool):
         if sql_op == "=":
@@ -94,7 +108,7 @@ def exact(filter: object, *, allow_reserved: bool = False, where: str = "filter"
 def _exact_one(key: str, value: Any, where: str) -> Condition:
     p = _path(key)
     if value is None:
-        return Condition("json_type(metadata, ?) = 'null'", (p,))
+        return _has_key(key) & Condition("json_type(metadata, ?) = 'null'", (p,))
     if isinstance(value, float) and not math.isfinite(value):
         raise InvalidInput(f"{where}.{key} must be a finite number")
     if isinstance(value, (bool, int, float, str)):
@@ -105,8 +119,8 @@ def _exact_one(key: str, value: Any, where: str) -> Condition:
         except (TypeError, ValueError) as exc:
             raise InvalidInput(f"{where}.{key} is not JSON: {exc}") from None
         kind = "array" if isinstance(value, list) else "object"
-        return Condition("json_type(metadata, ?) = ? AND json_extract(metadata, ?) = ?",
-                         (p, kind, p, encoded))
+        return _has_key(key) & Condition(
+            "json_type(metadata, ?) = ? AND json_extract(metadata, ?) = ?", (p, kind, p, encoded))
     raise InvalidInput(f"{where}.{key} has an unsupported type {type(value).__name__}")
 
 

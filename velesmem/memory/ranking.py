@@ -145,7 +145,9 @@ class Ranker:
                                 "facts_fts MATCH ?", (match,))
         else:
             rows = conn.execute(
-                "SELECT facts_fts.rowid, -bm25(facts_fts) FROM facts_fts JOIN facts "
+                # CROSS JOIN keeps FTS5 as the outer loop: the filter is checked per match,
+                # never an FTS5 lookup per fact
+                "SELECT facts_fts.rowid, -bm25(facts_fts) FROM facts_fts CROSS JOIN facts "
                 f"ON facts.id = facts_fts.rowid WHERE facts_fts MATCH ? AND ({cond.sql})",
                 (match, *cond.params))
         found = rows.fetchall()  # in rowid order, so ties below are broken deterministically

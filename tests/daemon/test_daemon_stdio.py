@@ -104,3 +104,18 @@ def _alive(pid: int) -> bool:
             return fh.read().split(")")[-1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_stdio_does_not_attach_to_a_daemon_serving_another_store(
+    make_daemon: Callable[..., Daemon], tmp_path: Path,
+) -> None:
+    """Our store is locked by someone else while a daemon for a *different* store answers on the
+    configured address: attaching would silently use the wrong memory, so the lock error stands."""
+    daemon = make_daemon().start()
+    settings = Settings(path=tmp_path / "other-store", tls_dir=daemon.tls_dir)
+    env = dict(daemon.env, VELESDB_MEMORY_PATH=str(settings.path))
+    with MemoryService.open(settings=settings):
+        done = subprocess.run([sys.executable, "-m", "velesmem"], env=env, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=30)
+    assert done.returncode != 0
+    assert "serves another store" in done.stderr and "lock" in done.stderr.lower(), done.stderr

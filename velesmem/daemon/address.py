@@ -10,6 +10,7 @@ from velesmem.errors import Internal
 
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/health"
+STORE_HEADER = "x-velesdb-memory-store"  # /health names its resolved store: stdio attaches only to its own
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ are attributes of that manager, set there.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 import os
 from dataclasses import dataclass, field
@@ -23,7 +23,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Mount, Route
 
 from velesmem.config import Settings
-from velesmem.daemon.address import HEALTH_PATH, MCP_PATH, DaemonAddress, is_loopback
+from velesmem.daemon.address import HEALTH_PATH, MCP_PATH, STORE_HEADER, DaemonAddress, is_loopback
 from velesmem.daemon.guards import (
     BodyLimit,
     DrainGate,
@@ -63,8 +63,13 @@ class McpHandle:
                 pass
 
 
-async def _health(_request: Request) -> PlainTextResponse:
-    return PlainTextResponse("OK")
+def _health_endpoint(settings: Settings) -> Callable[[Request], Awaitable[PlainTextResponse]]:
+    headers = {STORE_HEADER: str(settings.path.resolve())}
+
+    async def health(_request: Request) -> PlainTextResponse:
+        return PlainTextResponse("OK", headers=headers)
+
+    return health
 
 
 def _find_endpoint(mcp_app: Starlette) -> Any:
@@ -103,7 +108,7 @@ def build_app(
         Middleware(SessionCap, max_sessions=settings.http_max_sessions, count=handle.session_count),
     ]
     routes = [
-        Route(HEALTH_PATH, _health, methods=["GET", "HEAD"]),
+        Route(HEALTH_PATH, _health_endpoint(settings), methods=["GET", "HEAD"]),
         Mount("/", app=mcp_app),
     ]
     return Starlette(routes=routes, middleware=middleware, lifespan=lifespan), handle

@@ -16,7 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.server.stdio import stdio_server
 
 from velesmem.config import Settings
-from velesmem.daemon.address import HEALTH_PATH, DaemonAddress, daemon_address
+from velesmem.daemon.address import HEALTH_PATH, STORE_HEADER, DaemonAddress, daemon_address
 from velesmem.daemon.tls import client_ssl_context, tls_files
 
 HEALTH_TIMEOUT_S = 2.0
@@ -30,9 +30,10 @@ def _ssl_context(settings: Settings) -> ssl.SSLContext | None:
 
 
 def daemon_answers(settings: Settings) -> bool:
-    """True when a daemon answers 200 on ``/health`` at the configured address (TLS verified
-    against the CA in the TLS dir; no CA there means no daemon we can trust)."""
+    """True when a daemon serving *our* store answers 200 on ``/health`` at the configured address
+    (TLS verified against the CA in the TLS dir; no CA there means no daemon we can trust)."""
     address = daemon_address(settings)
+    ours = str(settings.path.resolve())
     try:
         if address.scheme == "https":
             ctx = _ssl_context(settings)
@@ -46,7 +47,14 @@ def daemon_answers(settings: Settings) -> bool:
         try:
             conn.request("GET", HEALTH_PATH, headers={"Host": _host_header(address)})
             response = conn.getresponse()
-            return response.status == 200 and response.read().strip() == b"OK"
+            if response.status != 200 or response.read().strip() != b"OK":
+                return False
+            theirs = response.getheader(STORE_HEADER)
+            if theirs != ours:
+                print(f"[velesdb-memory] the daemon at {address.url()} serves another store "
+                      f"({theirs}), not {ours}: not attaching", file=sys.stderr, flush=True)
+                return False
+            return True
         finally:
             conn.close()
     except (OSError, http.client.HTTPException):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import pytest
+
 from context_helpers import request
 from velesmem.context.service import ContextService
 from velesmem.memory.results import FusedResult, Memory
@@ -69,3 +71,25 @@ def test_an_empty_query_skips_the_recall_with_a_warning() -> None:
     recaller = Recaller(POOL)
     out = ContextService(memory=recaller).compile_context(request(["x"], query=" ", memory_scope={"k": 2}))
     assert recaller.calls == [] and any("empty query" in w for w in out["warnings"])
+
+
+def test_feedback_in_a_real_store_promotes_the_reinforced_memory(tmp_path) -> None:
+    """The confidence term reads what feedback wrote, through the real MemoryService."""
+    from velesmem.config import Settings
+    from velesmem.memory import MemoryService
+
+    with MemoryService.open(tmp_path, settings=Settings(path=tmp_path)) as memory:
+        first = memory.remember("deploy canary pool minimum raised after the review",
+                                metadata={"project": "p"}).id
+        second = memory.remember("deploy canary pool", metadata={"project": "p"}).id
+        memory.feedback(first, True)  # 0.6: too little to reorder recall by itself
+        assert memory.confidences([first, second, 12345]) == pytest.approx({first: 0.6, second: 0.5})
+        service = ContextService(memory=memory)
+        plain = service.compile_context(request(
+            ["x"], query="deploy canary pool", memory_scope={"k": 2, "project": "p"},
+            policy={"importance": {"confidence": 0}}))
+        assert pulled_order(plain) == [second, first]
+        weighted = service.compile_context(request(
+            ["x"], query="deploy canary pool", memory_scope={"k": 2, "project": "p"},
+            policy={"importance": {"confidence": 5.0}}))
+        assert pulled_order(weighted) == [first, second]

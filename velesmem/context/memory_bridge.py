@@ -21,15 +21,6 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def _confidences(memory: Any, memories: list[Any]) -> dict[int, float]:
-    """Learned confidences: from ``memory.confidences(ids)`` when the service offers it, else from
-    a ``confidence`` attribute on the recalled memory, else the default 0.5 (term inert)."""
-    reader = getattr(memory, "confidences", None)
-    if callable(reader):
-        return {int(k): float(v) for k, v in reader([m.id for m in memories]).items()}
-    return {m.id: float(c) for m in memories if (c := getattr(m, "confidence", None)) is not None}
-
-
 def pull_memories(memory: Any, request: CompileRequest, start_order: int) -> list[Item]:
     """Items for the memories a fused recall returns, best blended score first."""
     scope = request.memory_scope
@@ -47,7 +38,7 @@ def pull_memories(memory: Any, request: CompileRequest, start_order: int) -> lis
         return []
     imp = request.policy.importance
     n = len(memories)
-    confidences = _confidences(memory, memories)
+    confidences = memory.confidences([m.id for m in memories])
     recency_values: list[float | None] = [
         _number(m.metadata.get(imp.recency_field)) if imp.recency_field else None for m in memories
     ]

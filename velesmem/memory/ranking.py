@@ -112,7 +112,7 @@ class Ranker:
                 cos.update(index.similarities(qv, missing))
                 for i in missing:
                     cos.setdefault(i, 0.0)
-        confidences = _confidences(conn, list(cos), now)
+        confidences = live_confidences(conn, list(cos), now)
         best = max(lex.values(), default=0.0)
         out: list[Ranked] = []
         for i, c in cos.items():
@@ -231,8 +231,8 @@ def _ensure_scratch(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE VIRTUAL TABLE temp.facts_vocab USING fts5vocab(main, facts_fts, 'row')")
 
 
-def _confidences(conn: sqlite3.Connection, ids: list[int], now: float) -> dict[int, float]:
-    """Confidence of each id still live and user-visible."""
+def live_confidences(conn: sqlite3.Connection, ids: list[int], now: float) -> dict[int, float]:
+    """Confidence of each id (int64 key) still live and user-visible."""
     if not ids:
         return {}
     return {int(i): float(c) for i, c in conn.execute(

@@ -12,7 +12,7 @@ import datetime as _dt
 import json
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from velesmem.ids import fact_id, parse_id, to_i64, to_u64
 from velesmem.memory import filters as mfilters
 from velesmem.memory import validate, writes
 from velesmem.memory.graph import walk
-from velesmem.memory.ranking import Ranked, Ranker
+from velesmem.memory.ranking import Ranked, Ranker, live_confidences
 from velesmem.memory.results import (
     FeedbackResult,
     ForgetResult,
@@ -152,6 +152,12 @@ class MemoryService:
         ok = validate.boolean(success, "success")
         now = self._purge_due()
         return FeedbackResult(fid, self.store.writer.submit(writes.feedback(fid, ok, now)))
+
+    def confidences(self, ids: Iterable[Any]) -> dict[int, float]:
+        """The learned confidence of each live user fact among ``ids``; others are left out."""
+        wanted = [to_i64(parse_id(i, "id")) for i in ids]
+        found = live_confidences(self.store.reader(), wanted, self.now())
+        return {to_u64(i): c for i, c in found.items()}
 
     # --- recall ------------------------------------------------------------------------------
     def recall(self, query: str, k: int = limits.DEFAULT_RECALL_K,

@@ -73,9 +73,9 @@ def _startup_lines(address: DaemonAddress, settings: Settings) -> None:
     ca = settings.tls_dir / "ca-cert.pem"
     _say(f"HTTPS server listening on {address.url()}")
     _say(
-        f"Local CA: {ca} — a client only needs to trust this once (see "
-        "./scripts/install-memory-daemon.sh — install-memory-daemon.ps1 on Windows — which does this "
-        "automatically); every future leaf certificate this daemon issues is signed by the same CA "
+        f"Local CA: {ca} — a client only needs to trust this once (`velesdb-memory trust-ca`, "
+        "which installers/install-memory-daemon.sh — install-memory-daemon.ps1 on Windows — runs "
+        "for you); every future leaf certificate this daemon issues is signed by the same CA "
         "and is trusted automatically after that."
     )
 

@@ -13,7 +13,6 @@ import json
 from typing import Annotated, Any, Literal
 
 from fastmcp import FastMCP
-from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field, model_validator
 
 from velesmem import limits
@@ -21,6 +20,7 @@ from velesmem.context.ingest import IngestRoots
 from velesmem.context.media import png_bytes
 from velesmem.context.service import ContextService
 from velesmem.context.store import MemoryContextStore
+from velesmem.mcp.annotations import READ, WRITE
 from velesmem.mcp.app import AppContext
 from velesmem.mcp.wire import (
     Id,
@@ -39,10 +39,8 @@ from velesmem.mcp.wire import (
 
 Result = dict[str, Any]
 
-READ = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
-WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 # compile_context reads but also caches sources and records a savings event.
-COMPILE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+COMPILE = WRITE
 
 
 class MediaWire(WireModel):

@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastmcp import FastMCP
-from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from velesmem import limits
 from velesmem.mcp.aliases import deprecated_alias
+from velesmem.mcp.annotations import CUMULATIVE, DELETE, READ, WRITE
 from velesmem.mcp.app import AppContext
 from velesmem.mcp.wire import (
     Boolean,
@@ -35,11 +35,6 @@ Result = dict[str, Any]
 
 ORDER = 0  # listed first, as in the contract
 
-READ = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
-WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
-DELETE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False)
-FEEDBACK = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False,
-                           openWorldHint=False)
 
 COUNTED_TOOLS = ("recall", "recall_where", "recall_fused")  # take k, with limit as deprecated alias
 
@@ -142,7 +137,7 @@ def register(mcp: FastMCP, app: AppContext) -> None:
         return app.memory.recall_fused(query, k=k, filter=filter, hops=hops, graph_boost=graph_boost,
                                        pool=pool, date_field=date_field).to_dict()
 
-    @mcp.tool(annotations=FEEDBACK)
+    @mcp.tool(annotations=CUMULATIVE)
     def feedback(
         id: Annotated[Id, _doc("The recalled memory to reinforce (decimal string or number).")],
         success: Success,

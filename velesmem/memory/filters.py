@@ -1,4 +1,5 @@
-"""Metadata filters compiled to SQL over the ``facts.metadata`` JSON column.
+"""Metadata filters compiled to SQL: ``facts.id IN`` index ranges over the ``fact_meta`` side
+table (velesmem/store/meta_index.py), which mirrors every fact's top-level metadata.
 
 Both kinds are type-strict: a value only matches a stored value of the same JSON type
 (numbers — integer or real — compare as numbers, strings by code point, booleans and null by
@@ -10,7 +11,6 @@ absent or null field never matches, ``ne`` included.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +18,7 @@ from typing import Any
 from velesmem import limits
 from velesmem.errors import InvalidInput
 from velesmem.memory import validate
+from velesmem.store import meta_index
 
 OPS = {"eq": "=", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
@@ -25,7 +26,7 @@ _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 
 @dataclass(frozen=True)
 class Condition:
-    """A SQL boolean expression over ``facts`` (alias-free) with its parameters."""
+    """A SQL boolean expression over the ``facts`` table (not aliased) with its parameters."""
 
     sql: str
     params: tuple[Any, ...]
@@ -37,10 +38,6 @@ class Condition:
 TRUE = Condition("1", ())
 
 
-def _path(key: str) -> str:
-    return f'$."{key}"'
-
-
 def _number(value: float | int) -> float | int:
     # SQLite binds 64-bit integers only; a bigger integer compares as the float it rounds to.
     if isinstance(value, int) and not _I64_MIN <= value <= _I64_MAX:
@@ -48,31 +45,24 @@ def _number(value: float | int) -> float | int:
     return value
 
 
-def _has_key(key: str) -> Condition:
-    """A cheap necessary condition checked before any JSON parse: metadata is stored as canonical
-    JSON (``validate.dumps``), so a key it holds appears in its text as ``"key":``."""
-    return Condition("instr(metadata, ?) > 0", (json.dumps(key, ensure_ascii=False) + ":",))
+def _lookup(key: str, json_type: str, sql_op: str | None = None, value: Any = None) -> Condition:
+    """Facts whose metadata ``key`` has ``json_type`` (and, with ``sql_op``, a value in that
+    relation to ``value``): an index range over the ``fact_meta`` side table."""
+    where, params = "key = ? AND type = ?", (key, json_type)
+    if sql_op is not None:
+        where, params = f"{where} AND value {sql_op} ?", (*params, value)
+    return Condition(f"facts.id IN (SELECT id FROM {meta_index.TABLE} WHERE {where})", params)
 
 
 def _typed(key: str, value: Any, sql_op: str) -> Condition:
-    cond = _has_key(key)
-    if isinstance(value, str) and sql_op == "=":  # its canonical text must appear as well
-        cond = cond & Condition("instr(metadata, ?) > 0", (json.dumps(value, ensure_ascii=False),))
-    return cond & _typed_exact(key, value, sql_op)
-
-
-def _typed_exact(key: str, value: Any, sql_op: str) -> Condition:
-    p = _path(key)
     if isinstance(value, bool):
         if sql_op == "=":
-            return Condition("json_type(metadata, ?) = ?", (p, "true" if value else "false"))
-        return Condition("json_type(metadata, ?) = ?", (p, "false" if value else "true"))
+            return _lookup(key, "true" if value else "false")
+        return _lookup(key, "false" if value else "true")
     if isinstance(value, (int, float)):
-        return Condition(f"json_type(metadata, ?) IN ('integer', 'real') AND "
-                         f"json_extract(metadata, ?) {sql_op} ?", (p, p, _number(value)))
+        return _lookup(key, "number", sql_op, _number(value))
     if isinstance(value, str):
-        return Condition(f"json_type(metadata, ?) = 'text' AND "
-                         f"json_extract(metadata, ?) {sql_op} ?", (p, p, value))
+        return _lookup(key, "text", sql_op, value)
     raise AssertionError(value)
 
 
@@ -106,9 +96,8 @@ def exact(filter: object, *, allow_reserved: bool = False, where: str = "filter"
 
 
 def _exact_one(key: str, value: Any, where: str) -> Condition:
-    p = _path(key)
     if value is None:
-        return _has_key(key) & Condition("json_type(metadata, ?) = 'null'", (p,))
+        return _lookup(key, "null")
     if isinstance(value, float) and not math.isfinite(value):
         raise InvalidInput(f"{where}.{key} must be a finite number")
     if isinstance(value, (bool, int, float, str)):
@@ -118,9 +107,7 @@ def _exact_one(key: str, value: Any, where: str) -> Condition:
             encoded = validate.dumps(value)
         except (TypeError, ValueError) as exc:
             raise InvalidInput(f"{where}.{key} is not JSON: {exc}") from None
-        kind = "array" if isinstance(value, list) else "object"
-        return _has_key(key) & Condition(
-            "json_type(metadata, ?) = ? AND json_extract(metadata, ?) = ?", (p, kind, p, encoded))
+        return _lookup(key, "array" if isinstance(value, list) else "object", "=", encoded)
     raise InvalidInput(f"{where}.{key} has an unsupported type {type(value).__name__}")
 
 

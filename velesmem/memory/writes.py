@@ -16,6 +16,7 @@ from velesmem import limits
 from velesmem.errors import InvalidInput, NotFound
 from velesmem.ids import edge_id, to_i64
 from velesmem.store import Outcome, Store
+from velesmem.store.meta_index import index_fact, unindex_fact
 from velesmem.store.store import record_provenance
 
 ENTITY_HUB_KIND = "entity_hub"
@@ -70,6 +71,7 @@ def remember(store: Store, w: FactWrite):
                              (key, blob))
             if row[0] != w.content:
                 _fts_replace(conn, key, row[0], w.content)
+        index_fact(conn, key)
         assert store.identity is not None
         if not store.provenance_recorded:
             record_provenance(conn, store.identity)
@@ -144,6 +146,7 @@ def delete_facts(conn: sqlite3.Connection, keys: list[int]) -> list[int]:
             removed.append(key)
         conn.execute("DELETE FROM facts WHERE id = ?", (key,))
         conn.execute("DELETE FROM vectors WHERE id = ?", (key,))
+        unindex_fact(conn, key)
     for hub in hubs - set(keys):
         alive = conn.execute(
             "SELECT 1 FROM edges e JOIN facts f ON f.id = CASE WHEN e.src = ? THEN e.dst ELSE "
@@ -152,6 +155,7 @@ def delete_facts(conn: sqlite3.Connection, keys: list[int]) -> list[int]:
         if alive is None:
             conn.execute("DELETE FROM edges WHERE src = ? OR dst = ?", (hub, hub))
             conn.execute("DELETE FROM facts WHERE id = ?", (hub,))
+            unindex_fact(conn, hub)
     return removed
 
 
@@ -225,6 +229,7 @@ def put_internal(store: Store, fid: int, content: str, metadata_json: str, kind:
             "content = excluded.content, metadata = excluded.metadata, kind = excluded.kind, "
             "seq = excluded.seq, updated_at = excluded.updated_at",
             (key, content, metadata_json, kind, store.next_seq(), now, now))
+        index_fact(conn, key)
         return Outcome(fid)
 
     return job

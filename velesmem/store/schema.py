@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from velesmem.errors import Internal
+from velesmem.store.meta_index import CREATE_SQL, INDEX_ALL_SQL
 
 
 @dataclass(frozen=True)
@@ -71,9 +72,18 @@ def _v2_vectors_apart(conn: sqlite3.Connection) -> None:
     """)
 
 
+def _v3_metadata_index(conn: sqlite3.Connection) -> None:
+    # The indexed side table behind metadata filters (velesmem/store/meta_index.py), filled for
+    # the facts already stored.
+    _run(conn, CREATE_SQL)
+    conn.execute(INDEX_ALL_SQL)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial: facts, edges, meta, FTS5 over user facts", _v1_initial),
     Migration(2, "vectors moved to their own table", _v2_vectors_apart),
+    Migration(3, "fact_meta: (key, type, value, id) index of top-level metadata",
+              _v3_metadata_index),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -19,10 +19,13 @@ pytestmark = pytest.mark.integration
 MCP_REMOTE = Path(__file__).resolve().parents[1] / "node" / "node_modules" / ".bin" / "mcp-remote"
 REPLY_DEADLINE_S = 30.0
 
-needs_bridge = pytest.mark.skipif(
-    not MCP_REMOTE.exists() or shutil.which("node") is None,
-    reason="mcp-remote not installed: run `npm ci` in tests/node (.ci/run does)",
-)
+
+
+@pytest.fixture(autouse=True)
+def _bridge_installed() -> None:
+    """The bridge is part of the product's path: a missing one fails the test, never skips it."""
+    assert shutil.which("node") is not None, "Node.js is needed to run mcp-remote"
+    assert MCP_REMOTE.exists(), "mcp-remote is not installed: run `npm ci` in tests/node (.ci/run does)"
 
 
 class Bridge:
@@ -92,7 +95,6 @@ def _tool_json(reply: dict[str, Any]) -> dict[str, Any]:
     return json.loads(result["content"][0]["text"])
 
 
-@needs_bridge
 def test_mcp_remote_with_the_ca_runs_a_session_relaying_id_str(shared_daemon: Daemon, tmp_path: Path) -> None:
     bridge = Bridge(shared_daemon, tmp_path, with_ca=True)
     try:
@@ -116,7 +118,6 @@ def test_mcp_remote_with_the_ca_runs_a_session_relaying_id_str(shared_daemon: Da
         bridge.close()
 
 
-@needs_bridge
 def test_mcp_remote_without_the_ca_fails(shared_daemon: Daemon, tmp_path: Path) -> None:
     bridge = Bridge(shared_daemon, tmp_path, with_ca=False)
     try:

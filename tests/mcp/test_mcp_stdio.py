@@ -10,14 +10,10 @@ import pytest
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp_helpers import HIGH_FACT, INVALID_PARAMS
 
-import velesmem
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
-SERVE = Path(velesmem.__file__).parent / "cli" / "_serve.py"
 
-
-@pytest.mark.skipif(not SERVE.is_file(), reason="the stdio entry point velesmem/cli/_serve.py is not there yet")
 async def test_stdio_server_speaks_the_contract(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("VELESDB_MEMORY_")}
     env.update(HOME=str(tmp_path / "home"), VELESDB_MEMORY_PATH=str(tmp_path / "store"))

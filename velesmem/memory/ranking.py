@@ -21,17 +21,18 @@ max(cos, 0) in vector mode, so an unrelated fact weighs nothing there.
 
 from __future__ import annotations
 
-import heapq
 import json
 import re
 import sqlite3
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from operator import itemgetter
 
 import numpy as np
 
 from velesmem.embed import STOPWORDS, Embedder
 from velesmem.ids import to_u64
+from velesmem.memory import bm25
 from velesmem.memory.filters import TRUE, Condition
 from velesmem.store import Store
 
@@ -43,6 +44,7 @@ MAX_QUERY_TERMS = 32
 BM25_POSTINGS_BUDGET = 3_000  # most postings one BM25 query scores (rarest terms first)
 DF_REFRESH_WRITES = 1_000  # a cached document frequency is re-read after this many writes
 TERM_CACHE_MAX = 100_000
+SEARCH_THREADS = 16  # pool threads for the vector side of concurrent hybrid recalls
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"  # the store's facts_fts tokenizer
 _FTS_TOKEN = re.compile(r"[^\W_]+")
 
@@ -85,13 +87,13 @@ class Ranker:
         self.mode = mode
         self.vector_weight = SEMANTIC_VECTOR_WEIGHT if embedder.semantic else HASH_VECTOR_WEIGHT
         self.stats = TermStats(store)
+        self.lengths = bm25.DocLengths()
 
     def rank(self, query: str, depth: int, cond: Condition, now: float) -> list[Ranked]:
         """The best ``depth`` live user facts matching ``cond``, best first."""
         index = self.store.index
         assert index is not None
         conn = self.store.reader()
-        qv = self.embedder.embed([query])[0]
         allowed = None
         if cond is not TRUE:
             allowed = np.fromiter((r[0] for r in conn.execute(
@@ -99,21 +101,31 @@ class Ranker:
                 f"expires_at > ?) AND ({cond.sql})", (now, *cond.params))), dtype=np.int64)
             if not len(allowed):
                 return []
+            allowed.sort()
+        qv = self.embedder.embed([query])[0]
         if self.mode == "vector":
-            hits = index.search(qv, depth, allowed)
-            cos = dict(hits)
+            cos = dict(index.search(qv, depth, allowed))
             lex: dict[int, float] = {}
+            best = 0.0
         else:
-            hits = index.search(qv, max(depth, MIN_CANDIDATES), allowed)
-            cos = dict(hits)
-            lex, top = self._bm25(conn, query, max(depth, MIN_CANDIDATES), cond)
+            n = max(depth, MIN_CANDIDATES)
+            # FAISS and SQLite both release the GIL: the vector search runs on a pool thread
+            # while this one scores BM25, so a query costs the slower side, not the sum.
+            search = _search_pool().submit(index.search, qv, n, allowed)
+            try:
+                lex_ids, lex_scores = self._bm25(conn, query, allowed)
+            finally:
+                cos = dict(search.result())
+            best = float(lex_scores.max()) if len(lex_scores) else 0.0
+            # the BM25 top n (ties: ascending rowid, as FTS5 returns them)
+            top = lex_ids[np.argsort(-lex_scores, kind="stable")[:n]].tolist()
             missing = [i for i in top if i not in cos]
             if missing:
                 cos.update(index.similarities(qv, missing))
                 for i in missing:
                     cos.setdefault(i, 0.0)
+            lex = _lookup(lex_ids, lex_scores, list(cos))
         confidences = live_confidences(conn, list(cos), now)
-        best = max(lex.values(), default=0.0)
         out: list[Ranked] = []
         for i, c in cos.items():
             conf = confidences.get(i)
@@ -130,29 +142,61 @@ class Ranker:
         out.sort(key=lambda r: (-r.key, to_u64(r.id)))
         return out[:depth]
 
-    def _bm25(self, conn: sqlite3.Connection, query: str, depth: int,
-              cond: Condition) -> tuple[dict[int, float], list[int]]:
-        """BM25 (positive, higher is better) of every matching fact, and the top ``depth`` ids.
-
-        One FTS5 pass over the (budget-bounded) matches scores them all, so the vector
-        candidates' BM25 needs no second query."""
+    def _bm25(self, conn: sqlite3.Connection, query: str,
+              allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """(rowids ascending, BM25 > 0) of every fact matching the budget-bounded query terms,
+        restricted to ``allowed`` (sorted int64 ids) when given."""
         terms = bounded_terms(conn, fts_terms(query), self.stats)
-        if not terms:
-            return {}, []
-        match = fts_match(terms)
-        if cond is TRUE:
-            rows = conn.execute("SELECT rowid, -bm25(facts_fts) FROM facts_fts WHERE "
-                                "facts_fts MATCH ?", (match,))
-        else:
-            rows = conn.execute(
-                # CROSS JOIN keeps FTS5 as the outer loop: the filter is checked per match,
-                # never an FTS5 lookup per fact
-                "SELECT facts_fts.rowid, -bm25(facts_fts) FROM facts_fts CROSS JOIN facts "
-                f"ON facts.id = facts_fts.rowid WHERE facts_fts MATCH ? AND ({cond.sql})",
-                (match, *cond.params))
-        found = rows.fetchall()  # in rowid order, so ties below are broken deterministically
-        top = [i for i, _ in heapq.nlargest(depth, found, key=itemgetter(1))]
-        return dict(found), top
+        stems = [self.stats.stems[t] for t in terms]
+        if all(len(s) == 1 for s in stems):
+            ids, scores = bm25.scores(conn, [s[0] for s in stems], self.lengths,
+                                      self.store.text_generation)
+        else:  # a word FTS5 splits into a phrase: let FTS5 score it
+            ids, scores = _fts5_bm25(conn, terms)
+        if allowed is not None and len(ids):
+            keep = _member(ids, allowed)
+            ids, scores = ids[keep], scores[keep]
+        return ids, scores
+
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _search_pool() -> ThreadPoolExecutor:
+    """The process-wide threads that run hybrid recall's vector side."""
+    global _pool
+    if _pool is None:
+        with _pool_lock:
+            if _pool is None:
+                _pool = ThreadPoolExecutor(max_workers=SEARCH_THREADS,
+                                           thread_name_prefix="velesmem-search")
+    return _pool
+
+
+def _fts5_bm25(conn: sqlite3.Connection, terms: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    if not terms:
+        return np.zeros(0, np.int64), np.zeros(0, np.float64)
+    rows = conn.execute("SELECT rowid, -bm25(facts_fts) FROM facts_fts WHERE facts_fts MATCH ? "
+                        "ORDER BY rowid", (fts_match(terms),)).fetchall()
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    return ids, np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
+
+
+def _member(ids: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """Boolean mask: which ``ids`` are in ``sorted_set`` (ascending int64)."""
+    pos = np.minimum(np.searchsorted(sorted_set, ids), len(sorted_set) - 1)
+    return sorted_set[pos] == ids
+
+
+def _lookup(ids: np.ndarray, scores: np.ndarray, wanted: list[int]) -> dict[int, float]:
+    """{id: score} for the ``wanted`` ids present in ``ids`` (ascending)."""
+    if not len(ids) or not wanted:
+        return {}
+    w = np.asarray(wanted, dtype=np.int64)
+    found = _member(w, ids)
+    pos = np.searchsorted(ids, w[found])
+    return dict(zip(w[found].tolist(), scores[pos].tolist()))
 
 
 class TermStats:
@@ -188,9 +232,9 @@ def bounded_terms(conn: sqlite3.Connection, terms: list[str],
         return []
     stats = stats if stats is not None else TermStats(None)
     stats.trim()
-    _ensure_scratch(conn)
     unknown = [t for t in terms if t not in stats.stems]
     if unknown:
+        _ensure_scratch(conn)
         conn.execute("DELETE FROM temp.q_fts")
         conn.executemany("INSERT INTO temp.q_fts (rowid, w) VALUES (?, ?)",
                          list(enumerate(unknown)))
@@ -206,6 +250,7 @@ def bounded_terms(conn: sqlite3.Connection, terms: list[str],
         for stem in stats.stems[term]:
             cached = stats.df.get(stem)
             if cached is None or seq - cached[1] > DF_REFRESH_WRITES:
+                _ensure_scratch(conn)
                 row = conn.execute("SELECT doc FROM temp.facts_vocab WHERE term = ?",
                                    (stem,)).fetchone()
                 cached = (int(row[0]) if row else 0, seq)

@@ -69,7 +69,6 @@ def remember(store: Store, w: FactWrite):
             if row[0] != w.content:  # same id, other text: a hash collision; keep it coherent
                 conn.execute("INSERT OR REPLACE INTO vectors (id, vector) VALUES (?, ?)",
                              (key, blob))
-            if row[0] != w.content:
                 _fts_replace(conn, key, row[0], w.content)
         index_fact(conn, key)
         assert store.identity is not None
@@ -80,9 +79,12 @@ def remember(store: Store, w: FactWrite):
         index = store.index
         assert index is not None
         vec = w.vector.reshape(1, -1)
+        text_changed = row is not None and row[0] != w.content
 
         def effect() -> None:
             store.provenance_recorded = True
+            if text_changed:
+                store.text_generation += 1
             index.add(np.asarray([key], dtype=np.int64), vec, seq)
             if w.expires_at is not None:
                 store.note_expiry(w.expires_at)

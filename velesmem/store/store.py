@@ -92,6 +92,9 @@ class Store:
         self.next_expiry: float | None = float("-inf")
         # Set once a fact committed the provenance record (writer thread only).
         self.provenance_recorded = read_provenance(conn) is not None
+        # Bumped (writer thread) when a fact's text changes under its id (a hash collision):
+        # caches keyed by fact id that derive from the text (FTS row lengths) start over.
+        self.text_generation = 0
         self._closed = False
 
     @classmethod

@@ -1,0 +1,54 @@
+"""bm25.scores reproduces FTS5's bm25() over the store's own index."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from velesmem.ids import to_i64
+from velesmem.memory import MemoryService, bm25
+from velesmem.memory.ranking import TermStats, bounded_terms, fts_match, fts_terms
+
+WORDS = ["cache", "caches", "caching", "lock", "locks", "disk", "net", "café", "cafe", "group",
+         "groups", "grouped", "deploy", "deploys", "alpha", "beta", "x1", "x2"]
+
+
+def fts5_reference(conn, terms: list[str]) -> dict[int, float]:
+    return dict(conn.execute("SELECT rowid, -bm25(facts_fts) FROM facts_fts WHERE facts_fts "
+                             "MATCH ?", (fts_match(terms),)).fetchall())
+
+
+def test_scores_equal_fts5_bm25(mem: MemoryService) -> None:
+    rng = random.Random(5)
+    ids = []
+    for n in range(300):
+        words = [rng.choice(WORDS) for _ in range(rng.randint(1, 12))]
+        ids.append(mem.remember(" ".join(words) + f" n{n}").id)
+    for fid in ids[::7]:
+        mem.forget(fid)
+    conn = mem.store.reader()
+    stats = TermStats(None)
+    lengths = bm25.DocLengths()
+    for _ in range(60):
+        query = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 5)))
+        terms = bounded_terms(conn, fts_terms(query), stats)
+        stems = [stats.stems[t] for t in terms]
+        assert all(len(s) == 1 for s in stems)
+        got_ids, got = bm25.scores(conn, [s[0] for s in stems], lengths, 0)
+        want = fts5_reference(conn, terms)
+        assert got_ids.tolist() == sorted(want)
+        assert np.allclose(got, [want[i] for i in got_ids.tolist()], rtol=1e-12, atol=0)
+
+
+def test_doc_lengths_follow_new_rows_and_reload_on_a_new_generation(mem: MemoryService) -> None:
+    first = [mem.remember(f"{'word ' * (n + 1)}n{n}").id for n in range(5)]
+    conn = mem.store.reader()
+    lengths = bm25.DocLengths()
+    keys = np.asarray([to_i64(i) for i in first], dtype=np.int64)
+    assert lengths.get(conn, keys, 0).tolist() == [2.0, 3.0, 4.0, 5.0, 6.0]
+    later = to_i64(mem.remember("one two three four five six seven eight nine ten").id)
+    both = np.asarray([later, keys[0]], dtype=np.int64)
+    assert lengths.get(conn, both, 0).tolist() == [10.0, 2.0]  # fetched on demand
+    assert lengths.get(conn, both, 1).tolist() == [10.0, 2.0]  # reloaded whole
+    assert lengths.get(conn, np.asarray([12345], dtype=np.int64), 1).tolist() == [0.0]

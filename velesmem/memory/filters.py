@@ -26,13 +26,21 @@ _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 
 @dataclass(frozen=True)
 class Condition:
-    """A SQL boolean expression over the ``facts`` table (not aliased) with its parameters."""
+    """A SQL boolean expression over the ``facts`` table (not aliased) with its parameters, and
+    ``ids``: a SELECT of the ids of every fact (user, internal, expired or not) whose metadata
+    satisfies it, read from the side table alone (same parameters; None for TRUE)."""
 
     sql: str
     params: tuple[Any, ...]
+    ids: str | None = None
 
     def __and__(self, other: Condition) -> Condition:
-        return Condition(f"({self.sql}) AND ({other.sql})", self.params + other.params)
+        if self.ids is None:
+            return other
+        if other.ids is None:
+            return self
+        return Condition(f"({self.sql}) AND ({other.sql})", self.params + other.params,
+                         f"{self.ids} INTERSECT {other.ids}")
 
 
 TRUE = Condition("1", ())
@@ -51,7 +59,8 @@ def _lookup(key: str, json_type: str, sql_op: str | None = None, value: Any = No
     where, params = "key = ? AND type = ?", (key, json_type)
     if sql_op is not None:
         where, params = f"{where} AND value {sql_op} ?", (*params, value)
-    return Condition(f"facts.id IN (SELECT id FROM {meta_index.TABLE} WHERE {where})", params)
+    ids = f"SELECT id FROM {meta_index.TABLE} WHERE {where}"
+    return Condition(f"facts.id IN ({ids})", params, ids)
 
 
 def _typed(key: str, value: Any, sql_op: str) -> Condition:

@@ -26,6 +26,7 @@ import re
 import sqlite3
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from itertools import chain
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,7 +34,7 @@ import numpy as np
 from velesmem.embed import STOPWORDS, Embedder
 from velesmem.ids import to_u64
 from velesmem.memory import bm25
-from velesmem.memory.filters import TRUE, Condition
+from velesmem.memory.filters import Condition
 from velesmem.store import Store
 
 SEMANTIC_VECTOR_WEIGHT = 1.0  # cosine : normalised BM25 = 1 : 1 (STACK_NOTES calibration)
@@ -95,13 +96,16 @@ class Ranker:
         assert index is not None
         conn = self.store.reader()
         allowed = None
-        if cond is not TRUE:
-            allowed = np.fromiter((r[0] for r in conn.execute(
-                f"SELECT id FROM facts WHERE kind IS NULL AND (expires_at IS NULL OR "
-                f"expires_at > ?) AND ({cond.sql})", (now, *cond.params))), dtype=np.int64)
+        if cond.ids is not None:
+            # The ids whose metadata matches, from the side table alone: the vector index and
+            # the FTS index hold user facts only, and the liveness check below drops any fact
+            # expired or forgotten meanwhile.
+            allowed = np.fromiter(chain.from_iterable(conn.execute(cond.ids, cond.params)),
+                                  dtype=np.int64)
             if not len(allowed):
                 return []
-            allowed.sort()
+            if not np.all(allowed[1:] >= allowed[:-1]):  # one side-table range comes sorted
+                allowed.sort()
         qv = self.embedder.embed([query])[0]
         if self.mode == "vector":
             cos = dict(index.search(qv, depth, allowed))

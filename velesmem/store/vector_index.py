@@ -33,6 +33,7 @@ HNSW_EF_SEARCH = 160  # 100k hash vectors: recall@10 0.96 at 128, 0.975 at 200 (
 MAX_EF_SEARCH = 4096
 EXACT_SCAN_MAX = 4_096
 EXACT_FILTER_MAX = 8_192
+SORTED_REBUILD_MIN = 4_096  # rows added before the sorted id → row map is rebuilt
 REBUILD_MIN_TOMBSTONES = 1024
 REBUILD_TOMBSTONE_FRACTION = 0.2
 PENDING_CHUNK = 64  # vectors moved into HNSW per indexer step (the write lock is held meanwhile)
@@ -80,6 +81,8 @@ class VectorIndex:
         self._row_ids[: self._n] = ids
         self._dead = np.zeros(len(self._row_ids), dtype=bool)
         self._rows: dict[int, int] = {int(i): r for r, i in enumerate(ids)}
+        # (ids of rows [0, base) sorted, their rows, base): the filtered searches' id → row map
+        self._sorted: tuple[np.ndarray, np.ndarray, int] | None = None
         self._n_dead = 0
         self._not_dead_sel: faiss.IDSelector | None = None
         self._sel_keep: tuple[object, ...] = ()
@@ -274,6 +277,7 @@ class VectorIndex:
         self._index = _new_faiss(self.dimension)
         self._n = 0
         self._rows = {}
+        self._sorted = None
         self._n_dead = 0
         self._not_dead_sel = None
         if len(ids):
@@ -311,8 +315,7 @@ class VectorIndex:
                 if len(rows) <= EXACT_FILTER_MAX:
                     main = self._exact(q[0], rows, n)
                 else:
-                    sel = faiss.IDSelectorBatch(self._row_ids[rows])
-                    main = self._hnsw(q, n, sel, len(rows))
+                    main = self._hnsw_rows(q, n, rows)
         if not pending:
             return main
         merged = main + pending
@@ -330,10 +333,28 @@ class VectorIndex:
                     self._p_ids[rows] if len(rows) else np.zeros(0, np.int64), n)
 
     def _rows_of(self, ids: np.ndarray) -> np.ndarray:
-        get = self._rows.get
-        rows = [r for r in (get(i) for i in ids.tolist()) if r is not None]
-        arr = np.asarray(rows, dtype=np.int64)
-        return arr[~self._dead[arr]] if len(arr) else arr
+        """The live HNSW rows holding ``ids`` (hold a lock), found with numpy: binary search in
+        a sorted copy of the ids of rows [0, base) (re-sorted once rows added since pass an
+        eighth of it), and in the few rows added since."""
+        n = self._n
+        base = self._sorted
+        if base is None or n - base[2] > max(SORTED_REBUILD_MIN, base[2] // 8):
+            order = np.argsort(self._row_ids[:n], kind="stable")
+            base = (self._row_ids[:n][order], order.astype(np.int64), n)
+            self._sorted = base
+        sorted_ids, sorted_rows, base_n = base
+        ids = np.asarray(ids, dtype=np.int64)
+        found = np.zeros(0, np.int64)
+        if len(sorted_ids) and len(ids):
+            pos = np.minimum(np.searchsorted(sorted_ids, ids), len(sorted_ids) - 1)
+            hit = sorted_ids[pos] == ids
+            found = sorted_rows[pos[hit]]
+        if n > base_n and len(ids):
+            tail = self._row_ids[base_n:n]
+            wanted = ids if np.all(ids[1:] >= ids[:-1]) else np.sort(ids)
+            pos = np.minimum(np.searchsorted(wanted, tail), len(wanted) - 1)
+            found = np.concatenate([found, np.flatnonzero(wanted[pos] == tail) + base_n])
+        return found[~self._dead[found]] if len(found) else found
 
     def _exact_all(self, q: np.ndarray, n: int) -> list[tuple[int, float]]:
         """Exact search over the whole HNSW storage, in place (no gather copy)."""
@@ -368,6 +389,24 @@ class VectorIndex:
             params.sel = sel
         dist, labels = self._index.search(q, n, params=params)
         out = [(int(i), float(d)) for i, d in zip(labels[0], dist[0]) if i != -1]
+        out.sort(key=lambda t: (-t[1], t[0]))
+        return out
+
+    def _hnsw_rows(self, q: np.ndarray, n: int, rows: np.ndarray) -> list[tuple[int, float]]:
+        """HNSW search restricted to ``rows``: a bitmap over the inner index's rows (built with
+        numpy in well under a millisecond, where an id hash set of 50k ids takes ~4 ms)."""
+        bits = np.zeros(self._n, dtype=bool)
+        bits[rows] = True
+        packed = np.packbits(bits, bitorder="little")
+        sel = faiss.IDSelectorBitmap(self._n, faiss.swig_ptr(packed))
+        n = min(n, len(rows))
+        selectivity = len(rows) / max(self._n, 1)
+        ef = int(min(MAX_EF_SEARCH, max(HNSW_EF_SEARCH, n) / max(selectivity, 1e-6)))
+        params = faiss.SearchParametersHNSW(efSearch=max(ef, n))
+        params.sel = sel
+        dist, labels = faiss.downcast_index(self._index.index).search(q, n, params=params)
+        del packed  # only now may the bitmap the selector points into go
+        out = [(int(self._row_ids[r]), float(d)) for r, d in zip(labels[0], dist[0]) if r != -1]
         out.sort(key=lambda t: (-t[1], t[0]))
         return out
 

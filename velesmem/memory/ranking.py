@@ -45,6 +45,7 @@ MAX_QUERY_TERMS = 32
 BM25_POSTINGS_BUDGET = 3_000  # most postings one BM25 query scores (rarest terms first)
 DF_REFRESH_WRITES = 1_000  # a cached document frequency is re-read after this many writes
 TERM_CACHE_MAX = 100_000
+MAX_BOUND_IDS = 4_096  # ids bound as parameters (SQLite allows 32,766)
 SEARCH_THREADS = 16  # pool threads for the vector side of concurrent hybrid recalls
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"  # the store's facts_fts tokenizer
 _FTS_TOKEN = re.compile(r"[^\W_]+")
@@ -237,9 +238,11 @@ def bounded_terms(conn: sqlite3.Connection, terms: list[str],
     stats = stats if stats is not None else TermStats(None)
     stats.trim()
     unknown = [t for t in terms if t not in stats.stems]
+    ready = False
     if unknown:
         _ensure_scratch(conn)
-        conn.execute("DELETE FROM temp.q_fts")
+        ready = True
+        conn.execute("INSERT INTO temp.q_fts (q_fts) VALUES ('delete-all')")
         conn.executemany("INSERT INTO temp.q_fts (rowid, w) VALUES (?, ?)",
                          list(enumerate(unknown)))
         found: dict[int, list[str]] = {}
@@ -254,7 +257,9 @@ def bounded_terms(conn: sqlite3.Connection, terms: list[str],
         for stem in stats.stems[term]:
             cached = stats.df.get(stem)
             if cached is None or seq - cached[1] > DF_REFRESH_WRITES:
-                _ensure_scratch(conn)
+                if not ready:
+                    _ensure_scratch(conn)
+                    ready = True
                 row = conn.execute("SELECT doc FROM temp.facts_vocab WHERE term = ?",
                                    (stem,)).fetchone()
                 cached = (int(row[0]) if row else 0, seq)
@@ -275,7 +280,8 @@ def bounded_terms(conn: sqlite3.Connection, terms: list[str],
 def _ensure_scratch(conn: sqlite3.Connection) -> None:
     if conn.execute("SELECT 1 FROM temp.sqlite_master WHERE name = 'q_vocab'").fetchone():
         return
-    conn.execute(f"CREATE VIRTUAL TABLE temp.q_fts USING fts5(w, tokenize='{FTS_TOKENIZER}')")
+    conn.execute(f"CREATE VIRTUAL TABLE temp.q_fts USING fts5(w, content='', "
+                 f"tokenize='{FTS_TOKENIZER}')")
     conn.execute("CREATE VIRTUAL TABLE temp.q_vocab USING fts5vocab(temp, q_fts, 'instance')")
     conn.execute("CREATE VIRTUAL TABLE temp.facts_vocab USING fts5vocab(main, facts_fts, 'row')")
 
@@ -284,6 +290,11 @@ def live_confidences(conn: sqlite3.Connection, ids: list[int], now: float) -> di
     """Confidence of each id (int64 key) still live and user-visible."""
     if not ids:
         return {}
-    return {int(i): float(c) for i, c in conn.execute(
-        "SELECT id, confidence FROM facts WHERE id IN (SELECT value FROM json_each(?)) AND "
-        "kind IS NULL AND (expires_at IS NULL OR expires_at > ?)", (json.dumps(ids), now))}
+    live = "kind IS NULL AND (expires_at IS NULL OR expires_at > ?)"
+    if len(ids) > MAX_BOUND_IDS:  # beyond what is cheap to bind one by one
+        return {int(i): float(c) for i, c in conn.execute(
+            f"SELECT id, confidence FROM facts WHERE id IN (SELECT value FROM json_each(?)) "
+            f"AND {live}", (json.dumps(ids), now))}
+    marks = ",".join("?" * len(ids))
+    return dict(conn.execute(f"SELECT id, confidence FROM facts WHERE id IN ({marks}) AND "
+                             f"{live}", (*ids, now)).fetchall())

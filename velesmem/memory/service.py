@@ -269,9 +269,10 @@ class MemoryService:
         if not ranked:
             return []
         conn = self.store.reader()
+        marks = ",".join("?" * len(ranked))  # at most 1,000 (the k and pool caps)
         rows = {int(i): (c, m) for i, c, m in conn.execute(
-            f"SELECT id, content, metadata FROM facts WHERE id IN (SELECT value FROM json_each(?)) "
-            f"AND kind IS NULL AND {LIVE}", (json.dumps([r.id for r in ranked]), now))}
+            f"SELECT id, content, metadata FROM facts WHERE id IN ({marks}) "
+            f"AND kind IS NULL AND {LIVE}", (*(r.id for r in ranked), now))}
         out = []
         for r in ranked:
             row = rows.get(r.id)

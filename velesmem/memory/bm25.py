@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import sqlite3
 import threading
+from itertools import chain
 
 import numpy as np
 
@@ -148,8 +149,8 @@ def _scores(conn: sqlite3.Connection, stems: list[str], lengths: DocLengths,
     for stem in stems:
         got = postings.get(stem)
         if got is None:
-            got = _doc_counts(np.asarray(conn.execute(_POSTINGS, (stem,)).fetchall(),
-                                         dtype=np.int64).reshape(-1))
+            got = _doc_counts(np.fromiter(chain.from_iterable(conn.execute(_POSTINGS, (stem,))),
+                                          dtype=np.int64))
             postings[stem] = got
         if not len(got):
             continue

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+# Measure this checkout, whatever velesmem the interpreter has installed (import _common first).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def machine() -> str:
@@ -40,12 +42,16 @@ def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
-def write_results(name: str, payload: dict[str, Any]) -> Path:
-    """Write a benchmark's figures as JSON under bench/results/ and return the path."""
-    RESULTS_DIR.mkdir(exist_ok=True)
-    path = RESULTS_DIR / f"{name}.json"
-    payload = {"command": " ".join([Path(sys.executable).name, *sys.argv]), "machine": machine(),
-               **payload}
+def command() -> str:
+    """The command line that reproduces this run."""
+    return " ".join(["python3", *sys.argv])
+
+
+def write_results(name: str, payload: dict[str, Any], path: Path | None = None) -> Path:
+    """Write a benchmark's figures as JSON (default bench/results/<name>.json); return the path."""
+    path = path or RESULTS_DIR / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {"command": command(), "machine": machine(), **payload}
     path.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return path
 

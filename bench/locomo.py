@@ -13,8 +13,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
-import platform
 import re
 import sys
 import tempfile
@@ -22,12 +20,13 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from _common import command, machine, print_table, write_results
 
-from velesmem.config import Settings  # noqa: E402
-from velesmem.errors import InvalidInput  # noqa: E402
-from velesmem.memory import MemoryService  # noqa: E402
+from velesmem.config import Settings
+from velesmem.errors import InvalidInput
+from velesmem.memory import MemoryService
+
+ROOT = Path(__file__).resolve().parents[1]
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo10.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -124,7 +123,6 @@ def main() -> int:
     rows = []
     print(f"LoCoMo turn retrieval, hash embedder, {len(data)} conversations, {facts} facts, "
           f"{elapsed:.1f} s")
-    print(f"{'mode':8} {'category':12} {'n':>5} " + " ".join(f"{'hit@' + str(k):>7}" for k in KS))
     for mode in MODES:
         for key in (*CATEGORIES, "all"):
             row = tally[mode].get(key)
@@ -133,16 +131,13 @@ def main() -> int:
             name = CATEGORIES.get(key, "all") if key != "all" else "all (1-4)"
             rates = {f"hit@{k}": row[f"hit@{k}"] / row["n"] for k in KS}
             rows.append({"mode": mode, "category": name, "n": row["n"], **rates})
-            print(f"{mode:8} {name:12} {row['n']:>5} "
-                  + " ".join(f"{rates[f'hit@{k}']:7.3f}" for k in KS))
-    machine = f"{platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
-    command = "python3 bench/locomo.py" + "".join(f" {a}" for a in sys.argv[1:])
-    print(f"command: {command}\nmachine: {machine}")
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps({"command": command, "machine": machine, "facts": facts,
-                                       "conversations": len(data), "seconds": elapsed,
-                                       "rows": rows}, indent=2), encoding="utf-8")
-    print(f"wrote {args.output}")
+    print_table(["mode", "category", "n", *(f"hit@{k}" for k in KS)],
+                [[r["mode"], r["category"], r["n"], *(f"{r[f'hit@{k}']:.3f}" for k in KS)]
+                 for r in rows])
+    print(f"command: {command()}\nmachine: {machine()}")
+    out = write_results("locomo", {"facts": facts, "conversations": len(data),
+                                   "seconds": elapsed, "rows": rows}, args.output)
+    print(f"wrote {out}")
     return 0
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -85,6 +87,164 @@ def test_tombstones_past_the_threshold_trigger_a_rebuild(monkeypatch) -> None:
     index.remove(list(range(25)))  # 25 % > 20 %: rebuilt without them
     assert index.ntotal == 75 and index.live_count == 75
     assert [i for i, _ in index.search(x[50], 3)] == exact_top(x[25:], ids[25:], x[50], 3)
+
+
+class HeldRebuild:
+    """A test hook that holds the background rebuild after its first chunk until released."""
+
+    def __init__(self, index: VectorIndex) -> None:
+        self.held = threading.Event()
+        self.release = threading.Event()
+        index._build_hook = self
+
+    def __call__(self, built: int) -> None:
+        self.held.set()
+        assert self.release.wait(60), "the test never released the rebuild"
+
+    def wait_held(self) -> None:
+        assert self.held.wait(30), "the background rebuild never started"
+
+
+def within(seconds: float, fn: Callable[[], object]) -> object:
+    """``fn()`` run in a thread that must finish within ``seconds`` (a deadline, not a sleep)."""
+    out: list[object] = []
+    worker = threading.Thread(target=lambda: out.append(fn()), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert not worker.is_alive(), f"did not finish within {seconds} s"
+    return out[0]
+
+
+def wait_rebuilt(index: VectorIndex) -> None:
+    deadline = time.monotonic() + 30
+    while index.rebuilding and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not index.rebuilding
+
+
+def rebuilding_index(monkeypatch, n: int = 2000) -> tuple[VectorIndex, np.ndarray, HeldRebuild]:
+    """``n`` indexed vectors, ids 0..n-1, the indexer running and a rebuild held mid-build
+    after removing ids [0, 450) (past the 20 % threshold)."""
+    monkeypatch.setattr(vector_index, "REBUILD_MIN_TOMBSTONES", 10)
+    monkeypatch.setattr(vector_index, "REBUILD_CHUNK", 256)
+    x = vectors(n + 100, seed=5)
+    index = VectorIndex(16)
+    index.add(np.arange(n, dtype=np.int64), x[:n])
+    index.start_indexer()
+    hook = HeldRebuild(index)
+    index.remove(list(range(450)))
+    hook.wait_held()
+    return index, x, hook
+
+
+def test_search_is_served_while_a_background_rebuild_runs(monkeypatch) -> None:
+    monkeypatch.setattr(vector_index, "EXACT_SCAN_MAX", 0)  # the HNSW + tombstone selector path
+    index, x, hook = rebuilding_index(monkeypatch)
+    try:
+        thread = index._rebuilder
+        assert thread is not None and thread.is_alive()
+        started = time.monotonic()
+        got = within(10, lambda: index.search(x[460], 10))
+        elapsed = time.monotonic() - started
+        assert thread.is_alive() and index.rebuilding  # answered mid-rebuild
+        assert elapsed < 5 and got[0][0] == 460
+        assert index.ntotal == 2000  # still the old index
+        assert not {i for i, _ in index.search(x[3], 100)} & set(range(450))
+    finally:
+        hook.release.set()
+    wait_rebuilt(index)
+    assert index.ntotal == 1550 and index.live_count == 1550
+    index.stop_indexer()
+
+
+def test_no_removed_id_is_returned_before_during_or_after_the_swap(monkeypatch) -> None:
+    index, x, hook = rebuilding_index(monkeypatch)
+    removed = set(range(450))
+    removed_lock = threading.Lock()
+    stop = threading.Event()
+    leaks: list[tuple[int, set[int]]] = []
+    searches = [0]
+
+    def searcher() -> None:
+        while not stop.is_set():
+            with removed_lock:
+                gone = set(removed)  # every id whose remove() had returned before this search
+            for q in (500, 700, 1200, 1999):
+                got = {i for i, _ in index.search(x[q], 50)}
+                if got & gone:
+                    leaks.append((q, got & gone))
+            searches[0] += 1
+
+    thread = threading.Thread(target=searcher, daemon=True)
+    thread.start()
+    try:
+        for i in range(500, 1400, 3):  # in the snapshot, removed during the build
+            index.remove([i])
+            with removed_lock:
+                removed.add(i)
+            if i == 800:
+                hook.release.set()  # the rest race the build's end and the swap
+    finally:
+        hook.release.set()
+        wait_rebuilt(index)
+        before = searches[0]
+        deadline = time.monotonic() + 30
+        while searches[0] < before + 5 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        stop.set()
+        thread.join(30)
+    assert not leaks
+    live = set(index.live_ids().tolist())
+    assert live == set(range(2000)) - removed
+    index.stop_indexer()
+    assert index.live_count == len(live)
+
+
+def test_ids_removed_and_added_during_a_rebuild_are_right_after_the_swap(monkeypatch) -> None:
+    index, x, hook = rebuilding_index(monkeypatch)
+    try:
+        index.remove([500, 501])                          # in the snapshot: tombstoned after
+        index.add(np.array([3, 7], dtype=np.int64), x[[3, 7]])  # dead at the snapshot: revived
+        index.add(np.arange(2000, 2010, dtype=np.int64), x[2000:2010])  # pending (indexer paused)
+        index.remove([2000])                              # removed while pending
+        index.bulk_add(np.arange(2010, 2020, dtype=np.int64), x[2010:2020])  # old index, late rows
+        assert index.pending_count == 9 and index.ntotal == 2010
+        for q in (500, 501, 2000):
+            assert q not in {i for i, _ in index.search(x[q], 20)}
+        for q in (3, 7, 2005, 2015):
+            assert index.search(x[q], 1)[0][0] == q
+    finally:
+        hook.release.set()
+    wait_rebuilt(index)
+    want = (set(range(450, 2020)) | {3, 7}) - {500, 501, 2000}
+    assert set(index.live_ids().tolist()) == want
+    for q in (500, 501, 2000):
+        assert q not in {i for i, _ in index.search(x[q], 20)}
+    for q in (3, 7, 2005, 2015):
+        assert index.search(x[q], 1)[0][0] == q
+    wait_drained(index)
+    assert index.ntotal == 1550 + 2 + 9 + 10 and index.live_count == len(want)
+    live = np.array(sorted(want), dtype=np.int64)
+    assert [i for i, _ in index.search(x[900], 10)] == exact_top(x[live], live, x[900], 10)
+    index.stop_indexer()
+    assert index.pending_count == 0 and set(index.live_ids().tolist()) == want
+
+
+def test_save_cancels_a_running_rebuild_and_keeps_the_old_index(monkeypatch,
+                                                                 tmp_path: Path) -> None:
+    index, x, hook = rebuilding_index(monkeypatch)
+    saver = threading.Thread(target=index.save, args=(tmp_path, "m"), daemon=True)
+    saver.start()  # what Store.close does
+    deadline = time.monotonic() + 30
+    while not index._rebuild_cancel.is_set() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    hook.release.set()
+    saver.join(30)
+    assert not saver.is_alive() and not index.rebuilding
+    assert index.ntotal == 2000 and index.live_count == 1550  # cancelled: old index kept
+    assert not {i for i, _ in index.search(x[5], 100)} & set(range(450))
+    loaded = VectorIndex.load(tmp_path, 16, "m")
+    assert loaded is not None and loaded.ntotal == 2000  # tombstones re-derived at open
 
 
 def test_save_and_load_round_trip(tmp_path: Path) -> None:

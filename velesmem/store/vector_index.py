@@ -4,7 +4,9 @@ Kind: ``IndexIDMap2(IndexHNSWFlat(d, M=32, inner product))``, efConstruction 40,
 max(160, n). FAISS ids are the u64 fact ids reinterpreted as int64 (``ids.to_i64``). HNSW cannot
 remove vectors, so a forgotten or expired fact becomes a tombstone: every search excludes
 tombstones (an ``IDSelectorNot`` over them, or a mask in the exact path) and the index is rebuilt
-from its own live vectors once tombstones pass a fifth of it.
+from its own live vectors once tombstones pass a fifth of it. With the indexer running that rebuild
+happens in a background thread with no lock held while it adds vectors (searches keep using the old
+index and its tombstones); a short write-locked swap then applies what changed meanwhile.
 
 Small sets are searched exactly: the whole index when it holds at most ``EXACT_SCAN_MAX`` live
 vectors, and a filter's candidates when they are at most ``EXACT_FILTER_MAX`` (numpy over the
@@ -20,6 +22,7 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import faiss
@@ -38,6 +41,7 @@ REBUILD_MIN_TOMBSTONES = 1024
 REBUILD_TOMBSTONE_FRACTION = 0.2
 PENDING_CHUNK = 64  # vectors moved into HNSW per indexer step (the write lock is held meanwhile)
 PENDING_MAX = 8192  # beyond this many pending vectors, add() waits for the indexer
+REBUILD_CHUNK = 2048  # vectors per add in a background rebuild (a cancel waits at most one chunk)
 INDEX_FILE = "vectors.faiss"
 SIDECAR_FILE = "vectors.json"
 FORMAT = 1
@@ -95,6 +99,10 @@ class VectorIndex:
         self._cv = threading.Condition()
         self._indexer: threading.Thread | None = None
         self._stop = False
+        # the background tombstone rebuild; while it runs the indexer pauses (see _rebuild_loop)
+        self._rebuilder: threading.Thread | None = None
+        self._rebuild_cancel = threading.Event()
+        self._build_hook: Callable[[int], None] | None = None  # tests: called after each chunk
 
     # --- size -------------------------------------------------------------------------------
     @property
@@ -125,8 +133,15 @@ class VectorIndex:
                                              daemon=True)
             self._indexer.start()
 
+    @property
+    def rebuilding(self) -> bool:
+        """Whether a background tombstone rebuild is running."""
+        return self._rebuilder is not None
+
     def stop_indexer(self) -> None:
-        """Stop the indexer and index whatever is still pending."""
+        """Stop the background work (cancel a running rebuild, stop the indexer) and index
+        whatever is still pending. A cancelled rebuild leaves the old index and its tombstones."""
+        self._cancel_rebuild()
         thread = self._indexer
         if thread is not None:
             with self._cv:
@@ -134,14 +149,22 @@ class VectorIndex:
                 self._cv.notify_all()
             thread.join()
             self._indexer = None
+        self._cancel_rebuild()  # one a racing remove() started before the indexer stopped
         while self._p_rows:
             self._index_pending(PENDING_CHUNK * 16)
+
+    def _cancel_rebuild(self) -> None:
+        rebuilder = self._rebuilder
+        if rebuilder is not None:
+            self._rebuild_cancel.set()
+            rebuilder.join()
 
     def _index_loop(self) -> None:
         single_thread()
         while True:
             with self._cv:
-                while not self._stop and not self._p_rows:
+                # paused during a rebuild: what stays pending goes straight into the new index
+                while not self._stop and (not self._p_rows or self._rebuilder is not None):
                     self._cv.wait()
                 if self._stop:
                     return
@@ -265,9 +288,102 @@ class VectorIndex:
                     self._dead[row] = True
                     self._n_dead += 1
                     self._not_dead_sel = None
-            if self._n_dead >= max(REBUILD_MIN_TOMBSTONES,
-                                   REBUILD_TOMBSTONE_FRACTION * self._n):
-                self._rebuild_locked()
+            if self._rebuilder is None and self._needs_rebuild():
+                if self._indexer is None:
+                    self._rebuild_locked()
+                else:
+                    self._start_rebuild()
+
+    def _needs_rebuild(self) -> bool:
+        return self._n_dead >= max(REBUILD_MIN_TOMBSTONES, REBUILD_TOMBSTONE_FRACTION * self._n)
+
+    def _start_rebuild(self) -> None:
+        """Start the background rebuild (hold the write lock)."""
+        self._rebuild_cancel.clear()
+        rows = self._snapshot()
+        thread = threading.Thread(target=self._rebuild_loop, args=(rows,),
+                                  name="velesmem-rebuild", daemon=True)
+        with self._cv:
+            self._rebuilder = thread
+        thread.start()
+
+    def _snapshot(self) -> np.ndarray:
+        """The live HNSW rows to keep (hold the write lock). Rows below ``_n`` never move and
+        their vectors never change until the swap, so the builder may read them later."""
+        return np.flatnonzero(~self._dead[: self._n])
+
+    def _rebuild_loop(self, rows: np.ndarray) -> None:
+        """Build a new index from ``rows`` of the old one, swap it in, repeat while tombstones
+        added meanwhile still pass the threshold; on cancel or failure keep the old index."""
+        single_thread()
+        try:
+            while True:
+                built = self._build(rows)
+                if built is None:
+                    return
+                with self.lock.write():
+                    self._swap(rows, *built)
+                    if self._rebuild_cancel.is_set() or not self._needs_rebuild():
+                        self._end_rebuild()  # inside the lock: the next remove() may start one
+                        return
+                    rows = self._snapshot()
+        except Exception:  # the old index stays correct (tombstones exclude the dead)
+            log.exception("the background FAISS rebuild failed; keeping the old index")
+        finally:
+            self._end_rebuild()
+
+    def _end_rebuild(self) -> None:
+        with self._cv:
+            if self._rebuilder is threading.current_thread():
+                self._rebuilder = None
+            self._cv.notify_all()  # the paused indexer and waiting writers
+
+    def _build(self, rows: np.ndarray
+               ) -> tuple[faiss.IndexIDMap2, np.ndarray, dict[int, int]] | None:
+        """A new index of the old index's ``rows``, built with no lock held except a read lock
+        while each chunk's vectors are copied out; None when cancelled."""
+        index = _new_faiss(self.dimension)
+        with self.lock.read():
+            ids = self._row_ids[rows].copy()
+        for start in range(0, len(rows), REBUILD_CHUNK):
+            if self._rebuild_cancel.is_set():
+                return None
+            chunk = rows[start:start + REBUILD_CHUNK]
+            with self.lock.read():
+                vecs = self._xb()[chunk]  # fancy indexing: a copy
+            index.add_with_ids(vecs, np.ascontiguousarray(ids[start:start + len(chunk)]))
+            if self._build_hook is not None:
+                self._build_hook(start + len(chunk))
+        if self._rebuild_cancel.is_set():
+            return None
+        return index, ids, {int(i): r for r, i in enumerate(ids.tolist())}
+
+    def _swap(self, rows: np.ndarray, index: faiss.IndexIDMap2, ids: np.ndarray,
+              id_rows: dict[int, int]) -> None:
+        """Install the new index (hold the write lock): snapshot ids removed since are
+        tombstoned in it; old rows alive now but not in it (revived, or indexed since the
+        snapshot) go back to the pending buffer, so the indexer adds them to the new index."""
+        dead = self._dead[rows].copy()
+        extra = ~self._dead[: self._n]
+        extra[rows] = False
+        extra_rows = np.flatnonzero(extra)
+        extra_ids = self._row_ids[extra_rows].copy()
+        extra_vecs = self._xb()[extra_rows]
+        n = len(ids)
+        cap = max(1024, n * 2)
+        self._index = index
+        self._n = n
+        self._row_ids = np.zeros(cap, dtype=np.int64)
+        self._row_ids[:n] = ids
+        self._dead = np.zeros(cap, dtype=bool)
+        self._dead[:n] = dead
+        self._n_dead = int(dead.sum())
+        self._rows = id_rows
+        self._sorted = None
+        self._not_dead_sel = None
+        self._sel_keep = ()
+        if len(extra_ids):
+            self._append_pending(extra_ids, extra_vecs)
 
     def _rebuild_locked(self) -> None:
         single_thread()

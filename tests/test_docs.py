@@ -40,7 +40,7 @@ def test_every_served_tool_is_in_the_readme(tmp_path: Path) -> None:
 
     async def tool_names() -> list[str]:
         with MemoryService.open(tmp_path, settings=Settings(path=tmp_path)) as memory:
-            async with Client(build_server(AppContext(memory=memory, settings=Settings(path=tmp_path)))) as client:
+            async with Client(build_server(AppContext(memory.runtime))) as client:
                 return [t.name for t in await client.list_tools()]
 
     names = asyncio.run(tool_names())

@@ -53,7 +53,7 @@ def test_settings_defaults_and_env() -> None:
     assert s.default_ttl == 60 and s.http is True
 
 
-@pytest.mark.parametrize(("name", "raw"), [("DEFAULT_TTL", "abc"), ("DEFAULT_TTL", "0"),
+@pytest.mark.parametrize(("name", "raw"), [("DEFAULT_TTL", "abc"), ("DEFAULT_TTL", "-5"),
                                             ("HTTP", "maybe"), ("RECALL_MODE", "magic")])
 def test_settings_refuse_bad_values_with_the_variable_name(name: str, raw: str) -> None:
     with pytest.raises(Internal, match=f"VELESDB_MEMORY_{name}"):

@@ -20,6 +20,7 @@ TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
 
 RECALL_MODES = ("hybrid", "vector")
+BACKENDS = ("sqlite", "postgres")
 
 
 def _home() -> Path:
@@ -43,6 +44,29 @@ def _parse_positive_int(name: str, raw: str) -> int:
     if value <= 0:
         raise Internal(f"{name}={raw!r} must be a positive integer")
     return value
+
+
+def _parse_ttl(name: str, raw: str) -> int | None:
+    """A default TTL in seconds; 0 (or empty) means no default TTL."""
+    if not raw.strip():
+        return None
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise Internal(f"{name}={raw!r} is not an integer number of seconds") from None
+    if value < 0:
+        raise Internal(f"{name}={raw!r} must be 0 (no default TTL) or a positive number of "
+                       "seconds")
+    if value > limits.MAX_TTL_SECONDS:
+        raise Internal(f"{name}={raw!r} is over the {limits.MAX_TTL_SECONDS}-second cap")
+    return value or None
+
+
+def _parse_backend(name: str, raw: str) -> str:
+    backend = raw.strip().lower()
+    if backend not in BACKENDS:
+        raise Internal(f"{name}={raw!r}: expected one of {', '.join(BACKENDS)}")
+    return backend
 
 
 def _parse_path(name: str, raw: str) -> Path:
@@ -86,8 +110,11 @@ SETTINGS: tuple[Setting, ...] = (
             "Store directory (SQLite + FAISS index). Default ~/.velesdb-memory."),
     Setting("embedder", "EMBEDDER", _parse_str, lambda: "hash",
             "Embedding backend. Default 'hash' (offline, deterministic)."),
-    Setting("default_ttl", "DEFAULT_TTL", _parse_positive_int, lambda: None,
-            "Default expiry in seconds for facts remembered without ttl_seconds. Unset: permanent."),
+    Setting("default_ttl", "DEFAULT_TTL", _parse_ttl, lambda: None,
+            "Default expiry in seconds for facts remembered without ttl_seconds. Unset or 0: "
+            "permanent."),
+    Setting("backend", "BACKEND", _parse_backend, lambda: "sqlite",
+            "Storage backend: 'sqlite' (one local store directory, default) or 'postgres'."),
     Setting("recall_mode", "RECALL_MODE", _parse_recall_mode, lambda: "hybrid",
             "Ranking for recall: 'hybrid' (BM25 + vector, default) or 'vector' (vector only)."),
     Setting("http", "HTTP", _parse_bool, lambda: False,
@@ -123,6 +150,7 @@ class Settings:
     path: Path = field(default_factory=lambda: _home() / ".velesdb-memory")
     embedder: str = "hash"
     default_ttl: int | None = None
+    backend: str = "sqlite"
     recall_mode: str = "hybrid"
     http: bool = False
     http_bind: str = f"{limits.DEFAULT_HTTP_HOST}:{limits.DEFAULT_HTTP_PORT}"

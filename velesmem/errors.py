@@ -9,7 +9,8 @@
     ├── NotFound             a missing id                                          (-32602)
     └── Internal             store fault, misconfiguration, a tool that crashed    (-32603)
         ├── StoreLocked          another process owns the store directory
-        └── EmbedderMismatch     the store was filled by another embedder
+        ├── EmbedderMismatch     the store was filled by another embedder
+        └── Warming              the call needs what is still loading (model, vector index)
 
 Services raise these where the problem is known; the MCP layer maps ``category`` to a
 JSON-RPC code in exactly one place (``velesmem.mcp.errors``).
@@ -78,3 +79,7 @@ class StoreLocked(Internal):
 
 class EmbedderMismatch(Internal):
     """The store was filled by a different embedder (model or dimension)."""
+
+
+class Warming(Internal):
+    """The call needs the embedding model or the vector index, which are still loading."""

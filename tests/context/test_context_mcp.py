@@ -52,7 +52,7 @@ def server(tmp_path: Path, ingest_root: Path) -> Iterator[Any]:
     settings = Settings.from_env().with_overrides(path=tmp_path / "store", ingest_roots=(str(ingest_root),))
     memory = MemoryService.open(settings.path, settings=settings)
     try:
-        yield build_server(AppContext(memory=memory, settings=settings))
+        yield build_server(AppContext(memory.runtime))
     finally:
         memory.close()
 
@@ -192,15 +192,12 @@ async def test_one_https_round_trip_through_the_daemon(tmp_path: Path) -> None:
         proc.wait(30)
 
 
-def test_a_bad_ingest_root_refuses_to_build_the_server(tmp_path: Path) -> None:
+def test_a_bad_ingest_root_refuses_to_start(tmp_path: Path) -> None:
     from velesmem.errors import Internal
     from velesmem.memory.service import MemoryService
 
     settings = Settings.from_env().with_overrides(path=tmp_path / "store",
                                                   ingest_roots=(str(tmp_path / "missing"),))
-    memory = MemoryService.open(settings.path, settings=settings)
-    try:
-        with pytest.raises(Internal, match="does not exist"):
-            build_server(AppContext(memory=memory, settings=settings))
-    finally:
-        memory.close()
+    with pytest.raises(Internal, match="does not exist"):
+        MemoryService.open(settings.path, settings=settings)
+    assert not (tmp_path / "store").exists()  # refused before the store was touched

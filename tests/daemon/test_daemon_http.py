@@ -28,7 +28,10 @@ FACTS_PER_CLIENT = 50
 
 def test_health_answers_ok_without_any_mcp_handshake(shared_daemon: Daemon) -> None:
     r = httpx.get(f"{shared_daemon.base}/health", verify=shared_daemon.ssl_context())
-    assert (r.status_code, r.text) == (200, "OK")
+    body = r.json()
+    assert r.status_code == 200 and body["status"] == "ok"
+    assert body["state"] in ("warming", "ready") and body["version"]
+    assert body["store"] == r.headers["x-velesdb-memory-store"]
 
 
 def test_health_fails_without_the_ca(shared_daemon: Daemon) -> None:

@@ -29,7 +29,7 @@ def app(tmp_path: Path) -> Iterator[AppContext]:
     settings = Settings.from_env().with_overrides(path=tmp_path / "store")
     memory = MemoryService.open(settings.path, settings=settings)
     try:
-        yield AppContext(memory=memory, settings=settings)
+        yield AppContext(memory.runtime)
     finally:
         memory.close()
 

@@ -134,11 +134,15 @@ async def test_limit_is_no_alias_where_it_is_not_declared(server: FastMCP) -> No
         await ok(client, "list_memories", {"limit": "3"})
 
 
-async def test_k_above_the_cap_is_invalid_params(server: FastMCP) -> None:
+async def test_k_above_the_cap_is_clamped(server: FastMCP) -> None:
+    """k is "capped at 1000" (the contract): a bigger k is read as 1000, not refused."""
     async with Client(server) as client:
-        outcome = await call(client, "recall", {"query": "x", "k": limits.MAX_RECALL_LIMIT + 1})
+        await ok(client, "remember", {"fact": "one clamped fact"})
+        for tool in ("recall", "recall_fused"):
+            got = await ok(client, tool, {"query": "clamped", "k": limits.MAX_RECALL_LIMIT + 1})
+            assert [m["content"] for m in got["memories"]] == ["one clamped fact"]
+        outcome = await call(client, "recall", {"query": "x", "k": 0})
         assert outcome.error is not None and outcome.error.error.code == INVALID_PARAMS
-        assert outcome.error.error.data["category"] == "InvalidInput"
 
 
 async def test_string_slots_are_never_reparsed_as_json(server: FastMCP) -> None:

@@ -11,13 +11,21 @@ from pathlib import Path
 import numpy as np
 
 from velesmem.memory import MemoryService
+from velesmem.config import Settings
 from velesmem.memory.export import export_store
+from velesmem.runtime import offline_store
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def read(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def _export(path: Path, out: Path, *, include_internal: bool = False,
+            now: float) -> tuple[int, int]:
+    with offline_store(Settings(path=path), now=now) as store:
+        return export_store(store, out, include_internal=include_internal, now=now)
 
 
 def test_export_round_trip(tmp_path: Path, clock) -> None:
@@ -29,7 +37,7 @@ def test_export_round_trip(tmp_path: Path, clock) -> None:
         mem.put_internal(7, "Entity: sqlite", {"_veles_kind": "hub"}, kind="entity_hub")
         mem.relate(a.id, 7, "about")
         original = mem.list_memories().to_dict()
-    assert export_store(src, out, now=clock.now) == (2, 1)
+    assert _export(src, out, now=clock.now) == (2, 1)
     lines = read(out)
     assert [line["type"] for line in lines] == ["fact", "fact", "edge"]
     with MemoryService.open(dst, clock=clock) as mem:
@@ -40,7 +48,7 @@ def test_export_round_trip(tmp_path: Path, clock) -> None:
                 mem.relate(line["from_str"], line["to_str"], line["relation"])
         assert mem.list_memories().to_dict() == original
         assert mem.memory_status().memory == {"facts": 2, "edges": 1}
-    export_store(src, out, include_internal=True, now=clock.now)
+    _export(src, out, include_internal=True, now=clock.now)
     lines = read(out)
     hub = [line for line in lines if line["type"] == "fact" and line["kind"] == "entity_hub"]
     assert hub and hub[0]["metadata"] == {"_veles_kind": "hub"}
@@ -69,17 +77,23 @@ def test_export_works_on_a_mismatched_store(tmp_path: Path) -> None:
     assert [line["content"] for line in read(out)] == ["filled by another embedder"]
 
 
-def test_export_is_refused_while_the_store_is_held(tmp_path: Path) -> None:
+def test_export_works_while_a_daemon_holds_the_store(tmp_path: Path) -> None:
+    """Users back up a running daemon: export reads a consistent snapshot of the held store."""
     out = tmp_path / "m.jsonl"
     env = {**os.environ, "VELESDB_MEMORY_PATH": str(tmp_path / "s"), "PYTHONPATH": str(REPO)}
     with MemoryService.open(tmp_path / "s") as mem:
-        mem.remember("held")
+        a = mem.remember("held by the running service")
+        b = mem.remember("written before the backup")
+        mem.relate(a.id, b.id, "precedes")
         done = subprocess.run([sys.executable, "-m", "velesmem", "export", "--output", str(out)],
                               env=env, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 1
-    assert f"pid {os.getpid()}" in done.stderr and "a velesmem daemon already owns this store" \
-        in done.stderr
-    assert not out.exists()
+        assert done.returncode == 0, done.stderr
+        mem.remember("still writable afterwards")
+    lines = read(out)
+    assert sorted(line["content"] for line in lines if line["type"] == "fact") == [
+        "held by the running service", "written before the backup"]
+    assert [line["relation"] for line in lines if line["type"] == "edge"] == ["precedes"]
+    assert oct(out.stat().st_mode & 0o777) == oct(0o600)
 
 
 def test_status_command_prints_memory_status(tmp_path: Path) -> None:

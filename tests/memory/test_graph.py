@@ -98,9 +98,24 @@ def test_why_filter_scopes_the_seed(mem: MemoryService) -> None:
 
 def test_why_hops_bounds(mem: MemoryService) -> None:
     mem.remember("x")
-    for bad in (-1, limits.MAX_WHY_HOPS + 1, "2"):
+    for bad in (-1, "2", 1.5):
         with pytest.raises(InvalidInput, match="max_hops"):
             mem.why("x", max_hops=bad)  # type: ignore[arg-type]
+
+
+def test_hops_over_the_cap_are_clamped_not_refused(mem: MemoryService) -> None:
+    """max_hops and hops are "capped at 10": 11 walks as 10 does (the reference clamps)."""
+    chain = [mem.remember(f"link number {i} of the long chain").id for i in range(13)]
+    for a, b in zip(chain, chain[1:]):
+        mem.relate(a, b, "next")
+    deep = mem.why("link number 0 of the long chain", max_hops=limits.MAX_WHY_HOPS + 1)
+    assert max(n.hop for n in deep.nodes) == limits.MAX_WHY_HOPS
+    assert deep.truncated
+    assert deep.to_dict() == mem.why("link number 0 of the long chain",
+                                     max_hops=limits.MAX_WHY_HOPS).to_dict()
+    fused = mem.recall_fused("link number 0 of the long chain", hops=99, k=20)
+    assert fused.to_dict() == mem.recall_fused("link number 0 of the long chain",
+                                               hops=limits.MAX_FUSED_HOPS, k=20).to_dict()
 
 
 
@@ -166,7 +181,7 @@ def test_recall_fused_dated_context(mem: MemoryService) -> None:
 
 
 def test_recall_fused_refusals(mem: MemoryService) -> None:
-    for kwargs, match in (({"hops": 11}, "hops"), ({"graph_boost": float("nan")}, "graph_boost"),
+    for kwargs, match in (({"hops": -1}, "hops"), ({"graph_boost": float("nan")}, "graph_boost"),
                           ({"pool": "9"}, "pool"), ({"date_field": "a-b"}, "date_field"),
                           ({"k": 0}, "k must")):
         with pytest.raises(InvalidInput, match=match):

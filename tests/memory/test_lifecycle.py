@@ -199,7 +199,7 @@ def test_concurrent_remembers_are_all_acknowledged_and_visible(mem: MemoryServic
 def test_concurrent_reads_writes_and_forgets_stay_consistent(mem: MemoryService, hnsw: bool,
                                                               monkeypatch) -> None:
     if hnsw:  # force the HNSW path, chunked indexing and tombstone rebuilds under load
-        from velesmem.store import vector_index
+        from velesmem.store.sqlite import vector_index
         monkeypatch.setattr(vector_index, "EXACT_SCAN_MAX", 0)
         monkeypatch.setattr(vector_index, "PENDING_CHUNK", 4)
         monkeypatch.setattr(vector_index, "REBUILD_MIN_TOMBSTONES", 8)

@@ -10,7 +10,7 @@ from velesmem import limits
 from velesmem.errors import InvalidInput
 from velesmem.ids import fact_id
 from velesmem.memory import MemoryService
-from velesmem.store import vector_index
+from velesmem.store.sqlite import vector_index
 
 
 def high_id_texts(n: int) -> list[str]:
@@ -45,9 +45,18 @@ def test_k_bounds(mem: MemoryService) -> None:
     assert len(mem.recall("deploys").memories) == 5
     assert len(mem.recall("deploys", k=2).memories) == 2
     assert len(mem.recall("deploys", k=limits.MAX_RECALL_LIMIT).memories) == 5
-    for bad in (0, -1, limits.MAX_RECALL_LIMIT + 1, 2.0, True, "3"):
+    for bad in (0, -1, 2.0, True, "3"):
         with pytest.raises(InvalidInput, match="k must"):
             mem.recall("deploys", k=bad)  # type: ignore[arg-type]
+
+
+def test_k_over_the_cap_is_clamped_not_refused(mem: MemoryService) -> None:
+    """The contract says k is "capped at 1000": a bigger k reads as 1000, as the reference does."""
+    for n in range(3):
+        mem.remember(f"note number {n} about deploys")
+    assert len(mem.recall("deploys", k=limits.MAX_RECALL_LIMIT + 1).memories) == 3
+    assert len(mem.recall_where("deploys", [], k=10**9).memories) == 3
+    assert len(mem.recall_fused("deploys", k=5000).memories) == 3
 
 
 def test_empty_query_is_refused(mem: MemoryService) -> None:
@@ -251,7 +260,7 @@ def test_use_after_close_is_internal(store_dir, clock) -> None:
 
 def test_bm25_keeps_the_rarest_terms_within_the_postings_budget(mem: MemoryService,
                                                                  monkeypatch) -> None:
-    from velesmem.memory import ranking
+    from velesmem.store.sqlite import text as ranking
 
     for i in range(40):
         mem.remember(f"common groups running note {i}")

@@ -42,10 +42,22 @@ def test_explicit_date_is_kept(mem: MemoryService) -> None:
     assert mem.list_memories().memories[0].metadata["_veles_date"] == 20260610
 
 
-@pytest.mark.parametrize("bad", ["20260610", 20261340, True, 1.5])
-def test_bad_explicit_date_is_refused(mem: MemoryService, bad: object) -> None:
-    with pytest.raises(InvalidInput, match="_veles_date"):
-        mem.remember("incident", metadata={"_veles_date": bad})
+@pytest.mark.parametrize("given", ["20260610", 20261340, True, 1.5, None])
+def test_explicit_date_is_stored_as_given(mem: MemoryService, given: object) -> None:
+    """An explicit _veles_date is always respected (the contract), even one that is no YYYYMMDD
+    integer: it is stored as given, and then simply never matches a numeric date range."""
+    fid = mem.remember("incident", metadata={"_veles_date": given}).id
+    assert mem.list_memories().memories[0].metadata["_veles_date"] == given
+    in_range = mem.recall_where("incident", [{"field": "_veles_date", "op": "ge", "value": 20260101},
+                                             {"field": "_veles_date", "op": "le", "value": 20261231}])
+    assert fid not in [m.id for m in in_range.memories]
+
+
+@pytest.mark.parametrize("blank", ["\x00", " \x00\t\n ", "\x01\x02", "\u200b\x00"[1:]])
+def test_fact_of_only_control_characters_is_refused(mem: MemoryService, blank: str) -> None:
+    with pytest.raises(InvalidInput, match="empty"):
+        mem.remember(blank)
+    assert mem.list_memories().memories == []
 
 
 def test_fact_cap_counts_utf8_bytes_and_names_the_size(mem: MemoryService) -> None:

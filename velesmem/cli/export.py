@@ -1,7 +1,7 @@
 """``velesdb-memory export --output F [--include-internal]``: a JSON Lines backup of the store.
 
-Reads SQLite only (no embedder), so it also works on a store whose embedder no longer matches;
-refused with the lock message while a daemon holds the store.
+Reads the store only (no embedder), so it also works on a store whose embedder no longer matches,
+and on a store a running daemon serves (from a consistent read-only snapshot).
 """
 
 from __future__ import annotations
@@ -23,12 +23,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import time
+
     from velesmem.config import Settings
     from velesmem.memory.export import export_store
+    from velesmem.runtime import offline_store
 
     settings = Settings.from_env()
-    facts, edges = export_store(settings.path, args.output,
-                                include_internal=args.include_internal)
+    now = time.time()
+    with offline_store(settings, now=now) as store:
+        facts, edges = export_store(store, args.output, include_internal=args.include_internal,
+                                    now=now)
     print(f"exported {facts} facts and {edges} edges from {settings.path} to {args.output}",
           file=sys.stderr)
     return 0

@@ -10,19 +10,17 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
-import anyio.to_thread
 from fastmcp import FastMCP
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse
+from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
-from velesmem.config import Settings
+from velesmem.runtime import Runtime
 from velesmem.daemon.address import HEALTH_PATH, MCP_PATH, STORE_HEADER, DaemonAddress, is_loopback
 from velesmem.daemon.guards import (
     BodyLimit,
@@ -35,16 +33,12 @@ from velesmem.daemon.guards import (
 )
 
 
-def worker_threads() -> int:
-    """Threads for sync tool calls: a few per core (SQLite commits wait on I/O, the rest is CPU)."""
-    return max(4, 2 * (os.cpu_count() or 1))
-
-
 @dataclass
 class McpHandle:
     """Live handles on the MCP endpoint, for the guards and for shutdown."""
 
     endpoint: Any  # fastmcp's StreamableHTTPASGIApp; its session_manager exists inside the lifespan
+    runtime: Runtime
     drain: DrainState = field(default_factory=DrainState)
 
     def session_count(self) -> int:
@@ -63,11 +57,15 @@ class McpHandle:
                 pass
 
 
-def _health_endpoint(settings: Settings) -> Callable[[Request], Awaitable[PlainTextResponse]]:
-    headers = {STORE_HEADER: str(settings.path.resolve())}
+def _health_endpoint(runtime: Runtime) -> Callable[[Request], Awaitable[JSONResponse]]:
+    """``/health``: the Runtime's state as JSON; 200 while warming or ready, 503 while starting
+    or draining (probes that read only the status code keep working)."""
+    headers = {STORE_HEADER: runtime.store.location}
 
-    async def health(_request: Request) -> PlainTextResponse:
-        return PlainTextResponse("OK", headers=headers)
+    async def health(_request: Request) -> JSONResponse:
+        body = runtime.health()
+        status = 200 if body["status"] == "ok" else 503
+        return JSONResponse(body, status_code=status, headers=headers)
 
     return health
 
@@ -80,22 +78,22 @@ def _find_endpoint(mcp_app: Starlette) -> Any:
 
 
 def build_app(
-    server: FastMCP, settings: Settings, address: DaemonAddress, *, idle_timeout_s: float
+    server: FastMCP, runtime: Runtime, address: DaemonAddress, *, idle_timeout_s: float
 ) -> tuple[Starlette, McpHandle]:
-    """The Starlette app serving ``/health`` and ``/mcp`` with every guard on."""
+    """The Starlette app serving ``/health`` and ``/mcp`` with every guard on; its lifespan
+    starts the Runtime (which warms in the background: nothing here waits for it)."""
+    settings = runtime.settings
     mcp_app = server.http_app(path=MCP_PATH, session_idle_timeout=idle_timeout_s)
-    handle = McpHandle(endpoint=_find_endpoint(mcp_app))
+    handle = McpHandle(endpoint=_find_endpoint(mcp_app), runtime=runtime)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        runtime.start()
         async with mcp_app.lifespan(app):
             manager = handle.endpoint.session_manager
             manager.max_sessions = settings.http_max_sessions
             manager.max_request_body_size = settings.http_max_body_bytes
             manager.asgi_app.max_body_size = settings.http_max_body_bytes
-            # Sync tools run in worker threads. anyio's default of 40 lets CPU-bound calls crowd
-            # the event loop off the GIL (slow /health, long tails) without adding throughput.
-            anyio.to_thread.current_default_thread_limiter().total_tokens = worker_threads()
             yield
 
     extra_hosts = [] if is_loopback(address.bind_host) else [address.bind_host]
@@ -108,7 +106,7 @@ def build_app(
         Middleware(SessionCap, max_sessions=settings.http_max_sessions, count=handle.session_count),
     ]
     routes = [
-        Route(HEALTH_PATH, _health_endpoint(settings), methods=["GET", "HEAD"]),
+        Route(HEALTH_PATH, _health_endpoint(runtime), methods=["GET", "HEAD"]),
         Mount("/", app=mcp_app),
     ]
     return Starlette(routes=routes, middleware=middleware, lifespan=lifespan), handle

@@ -7,6 +7,7 @@ This is how a client configured for stdio shares the daemon's store instead of f
 from __future__ import annotations
 
 import http.client
+import json
 import ssl
 import sys
 
@@ -47,9 +48,15 @@ def daemon_answers(settings: Settings) -> bool:
         try:
             conn.request("GET", HEALTH_PATH, headers={"Host": _host_header(address)})
             response = conn.getresponse()
-            if response.status != 200 or response.read().strip() != b"OK":
+            if response.status != 200:
                 return False
-            theirs = response.getheader(STORE_HEADER)
+            try:
+                body = json.loads(response.read())
+            except ValueError:
+                return False
+            if not isinstance(body, dict) or body.get("status") != "ok":
+                return False
+            theirs = body.get("store") or response.getheader(STORE_HEADER)
             if theirs != ours:
                 print(f"[velesdb-memory] the daemon at {address.url()} serves another store "
                       f"({theirs}), not {ours}: not attaching", file=sys.stderr, flush=True)

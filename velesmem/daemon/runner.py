@@ -84,10 +84,12 @@ def serve_http(settings: Settings) -> int:
     """Serve MCP over streamable HTTPS until SIGTERM/SIGINT; return the exit code."""
     address = check_bind_allowed(settings)
     idle_s = session_idle_timeout()
-    from velesmem.memory.service import MemoryService
+    from velesmem.runtime import Runtime, configure_logging
 
-    # The lock first, before the slow imports: a second daemon on this store fails fast.
-    memory = MemoryService.open(settings=settings)  # StoreLocked → the caller prints it, exit 1
+    # The lock first, before the slow imports: a second daemon on this store fails fast. The
+    # Runtime starts (warming in the background) from the app's lifespan.
+    configure_logging()
+    runtime = Runtime.open(settings, start=False)  # StoreLocked → the caller prints it, exit 1
     try:
         sock = _bind_socket(address)
         try:
@@ -97,13 +99,13 @@ def serve_http(settings: Settings) -> int:
             from velesmem.mcp.app import AppContext
             from velesmem.mcp.server import build_server
 
-            server = build_server(AppContext(memory=memory, settings=settings))
-            app, handle = build_app(server, settings, address, idle_timeout_s=idle_s)
+            server = build_server(AppContext(runtime))
+            app, handle = build_app(server, runtime, address, idle_timeout_s=idle_s)
             _startup_lines(address, settings)
             run_app(app, handle, sock, tls)
         finally:
             sock.close()
     finally:
-        memory.close()
+        runtime.close()
     _say("stopped; store closed")
     return 0

@@ -48,6 +48,7 @@ class _DrainingServer(uvicorn.Server):
             server.close()
         drain = self.handle.drain
         drain.closing = True
+        self.handle.runtime.drain()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + DRAIN_TIMEOUT_S
         if drain.in_flight:

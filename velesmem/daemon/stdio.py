@@ -35,10 +35,11 @@ def start_orphan_watchdog(
 def serve_stdio(settings: Settings) -> int:
     """Serve MCP on stdin/stdout until stdin closes or the parent dies."""
     parent = os.getppid()  # read first: the parent may die while we are still starting
-    from velesmem.memory.service import MemoryService
+    from velesmem.runtime import Runtime, configure_logging
 
     try:
-        memory = MemoryService.open(settings=settings)
+        configure_logging()
+        runtime = Runtime.open(settings)
     except StoreLocked:
         from velesmem.daemon.attach import daemon_answers, run_stdio_proxy
 
@@ -50,7 +51,7 @@ def serve_stdio(settings: Settings) -> int:
     def orphaned() -> None:
         print("[velesdb-memory] parent process exited; closing the store", file=sys.stderr, flush=True)
         try:
-            memory.close()
+            runtime.close()
         finally:
             os._exit(0)
 
@@ -59,8 +60,8 @@ def serve_stdio(settings: Settings) -> int:
         from velesmem.mcp.app import AppContext
         from velesmem.mcp.server import build_server
 
-        server = build_server(AppContext(memory=memory, settings=settings))
+        server = build_server(AppContext(runtime))
         server.run(transport="stdio", show_banner=False)
     finally:
-        memory.close()
+        runtime.close()
     return 0

@@ -124,12 +124,12 @@ def generate() -> dict[str, str]:
     from velesmem.config import Settings
     from velesmem.mcp.app import AppContext
     from velesmem.mcp.server import SERVER_NAME, build_server
-    from velesmem.memory.service import MemoryService
+    from velesmem.runtime import Runtime
 
     with tempfile.TemporaryDirectory(prefix="velesmem-docs-") as tmp:
         settings = Settings.from_env({}).with_overrides(path=Path(tmp) / "store")
-        with MemoryService.open(settings.path, settings=settings) as memory:
-            server = build_server(AppContext(memory=memory, settings=settings))
+        with Runtime.open(settings) as runtime:
+            server = build_server(AppContext(runtime))
             tools = asyncio.run(live_tools(server))
     return {MD_NAME: render_markdown(tools), JSON_NAME: render_json(SERVER_NAME, tools)}
 

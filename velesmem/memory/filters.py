@@ -1,77 +1,36 @@
-"""Metadata filters compiled to SQL: ``facts.id IN`` index ranges over the ``fact_meta`` side
-table (velesmem/store/meta_index.py), which mirrors every fact's top-level metadata.
+"""Metadata filters from the wire, validated and turned into the store's predicate tree.
 
 Both kinds are type-strict: a value only matches a stored value of the same JSON type
 (numbers — integer or real — compare as numbers, strings by code point, booleans and null by
 type). The exact filter (recall, recall_fused, why, list_memories) means "metadata equals every
 given key" and also accepts null, arrays and objects (compared as canonical JSON). Typed
 predicates (recall_where) take eq/ne/lt/le/gt/ge on strings and numbers, eq/ne on booleans; an
-absent or null field never matches, ``ne`` included.
+absent or null field never matches, ``ne`` included. Backends compile the tree
+(``velesmem.store.predicates``).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 from velesmem import limits
 from velesmem.errors import InvalidInput
 from velesmem.memory import validate
-from velesmem.store import meta_index
+from velesmem.store.predicates import TRUE, All, Compare
 
 OPS = {"eq": "=", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 
 
-@dataclass(frozen=True)
-class Condition:
-    """A SQL boolean expression over the ``facts`` table (not aliased) with its parameters, and
-    ``ids``: a SELECT of the ids of every fact (user, internal, expired or not) whose metadata
-    satisfies it, read from the side table alone (same parameters; None for TRUE)."""
-
-    sql: str
-    params: tuple[Any, ...]
-    ids: str | None = None
-
-    def __and__(self, other: Condition) -> Condition:
-        if self.ids is None:
-            return other
-        if other.ids is None:
-            return self
-        return Condition(f"({self.sql}) AND ({other.sql})", self.params + other.params,
-                         f"{self.ids} INTERSECT {other.ids}")
-
-
-TRUE = Condition("1", ())
-
-
-def _number(value: float | int) -> float | int:
-    # SQLite binds 64-bit integers only; a bigger integer compares as the float it rounds to.
-    if isinstance(value, int) and not _I64_MIN <= value <= _I64_MAX:
-        return float(value)
-    return value
-
-
-def _lookup(key: str, json_type: str, sql_op: str | None = None, value: Any = None) -> Condition:
-    """Facts whose metadata ``key`` has ``json_type`` (and, with ``sql_op``, a value in that
-    relation to ``value``): an index range over the ``fact_meta`` side table."""
-    where, params = "key = ? AND type = ?", (key, json_type)
-    if sql_op is not None:
-        where, params = f"{where} AND value {sql_op} ?", (*params, value)
-    ids = f"SELECT id FROM {meta_index.TABLE} WHERE {where}"
-    return Condition(f"facts.id IN ({ids})", params, ids)
-
-
-def _typed(key: str, value: Any, sql_op: str) -> Condition:
+def _typed(key: str, value: Any, op: str) -> All:
     if isinstance(value, bool):
-        if sql_op == "=":
-            return _lookup(key, "true" if value else "false")
-        return _lookup(key, "false" if value else "true")
+        if op == "=":
+            return All((Compare(key, "true" if value else "false"),))
+        return All((Compare(key, "false" if value else "true"),))
     if isinstance(value, (int, float)):
-        return _lookup(key, "number", sql_op, _number(value))
+        return All((Compare(key, "number", op, value),))
     if isinstance(value, str):
-        return _lookup(key, "text", sql_op, value)
+        return All((Compare(key, "text", op, value),))
     raise AssertionError(value)
 
 
@@ -86,7 +45,7 @@ def _check_key(key: object, where: str) -> str:
     return key
 
 
-def exact(filter: object, *, allow_reserved: bool = False, where: str = "filter") -> Condition:
+def exact(filter: object, *, allow_reserved: bool = False, where: str = "filter") -> All:
     """The exact-match filter ``{key: value, ...}`` (None or {} → no constraint)."""
     if filter is None:
         return TRUE
@@ -104,9 +63,9 @@ def exact(filter: object, *, allow_reserved: bool = False, where: str = "filter"
     return cond
 
 
-def _exact_one(key: str, value: Any, where: str) -> Condition:
+def _exact_one(key: str, value: Any, where: str) -> All:
     if value is None:
-        return _lookup(key, "null")
+        return All((Compare(key, "null"),))
     if isinstance(value, float) and not math.isfinite(value):
         raise InvalidInput(f"{where}.{key} must be a finite number")
     if isinstance(value, (bool, int, float, str)):
@@ -116,11 +75,11 @@ def _exact_one(key: str, value: Any, where: str) -> Condition:
             encoded = validate.dumps(value)
         except (TypeError, ValueError) as exc:
             raise InvalidInput(f"{where}.{key} is not JSON: {exc}") from None
-        return _lookup(key, "array" if isinstance(value, list) else "object", "=", encoded)
+        return All((Compare(key, "array" if isinstance(value, list) else "object", "=", encoded),))
     raise InvalidInput(f"{where}.{key} has an unsupported type {type(value).__name__}")
 
 
-def predicates(filters: object) -> Condition:
+def predicates(filters: object) -> All:
     """recall_where's ANDed ``[{field, op, value}, ...]``."""
     if not isinstance(filters, list):
         raise InvalidInput(f"filters must be an array of {{field, op, value}}, "

@@ -7,35 +7,30 @@ when the hop limit stopped it while the last frontier still had outgoing edges.
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass, field
 
 from velesmem import limits
-
-LIVE = "(f.expires_at IS NULL OR f.expires_at > ?)"
+from velesmem.store import Store
 
 
 @dataclass
 class Walk:
-    """Reached nodes (int64 id → hop, in discovery order) and edges (from, to, relation)."""
+    """Reached nodes (int64 key → hop, in discovery order) and edges (from, to, relation)."""
 
     nodes: dict[int, int] = field(default_factory=dict)
     edges: list[tuple[int, int, str]] = field(default_factory=list)
     truncated: bool = False
 
 
-def walk(conn: sqlite3.Connection, seed: int, hops: int, now: float) -> Walk:
-    """BFS from ``seed`` (int64 id) for ``hops`` hops under the why budgets."""
+def walk(store: Store, seed: int, hops: int, now: float) -> Walk:
+    """BFS from ``seed`` (int64 key) for ``hops`` hops under the why budgets."""
     out = Walk(nodes={seed: 0})
     frontier = [seed]
     degree = limits.MAX_WHY_NODE_DEGREE
     for hop in range(1, hops + 1):
         nxt: list[int] = []
         for node in frontier:
-            rows = conn.execute(
-                f"SELECT e.dst, e.relation FROM edges e JOIN facts f ON f.id = e.dst "
-                f"WHERE e.src = ? AND {LIVE} ORDER BY e.id LIMIT ?",
-                (node, now, degree + 1)).fetchall()
+            rows = store.out_edges(node, now, degree + 1)
             if len(rows) > degree:
                 out.truncated = True
                 rows = rows[:degree]
@@ -53,15 +48,6 @@ def walk(conn: sqlite3.Connection, seed: int, hops: int, now: float) -> Walk:
         frontier = nxt
         if not frontier:
             return out
-    if frontier and _has_outgoing(conn, frontier, now):
+    if any(store.out_edges(node, now, 1) for node in frontier):
         out.truncated = True
     return out
-
-
-def _has_outgoing(conn: sqlite3.Connection, nodes: list[int], now: float) -> bool:
-    for node in nodes:
-        row = conn.execute(f"SELECT 1 FROM edges e JOIN facts f ON f.id = e.dst WHERE e.src = ? "
-                           f"AND {LIVE} LIMIT 1", (node, now)).fetchone()
-        if row is not None:
-            return True
-    return False

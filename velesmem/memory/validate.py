@@ -52,8 +52,8 @@ def fact_text(value: object) -> str:
     if not isinstance(value, str):
         raise InvalidInput(f"fact must be a string, got {type(value).__name__}")
     trimmed = value.strip()
-    if not trimmed:
-        raise InvalidInput("fact must not be empty or whitespace only")
+    if not _CONTROL.sub("", trimmed).strip():
+        raise InvalidInput("fact must not be empty, whitespace or control characters only")
     size = len(trimmed.encode("utf-8", "surrogatepass"))
     if size > limits.MAX_EMBEDDABLE_TEXT_BYTES:
         raise InvalidInput(
@@ -79,6 +79,18 @@ def count(value: object, field: str, *, default: int, low: int, high: int) -> in
     if not low <= value <= high:
         raise InvalidInput(f"{field} must be between {low} and {high}, got {value}")
     return value
+
+
+def capped(value: object, field: str, *, default: int, low: int, cap: int) -> int:
+    """An integer ≥ ``low`` (None → default), clamped to ``cap`` as the contract's "capped at"
+    says; booleans, floats and values below ``low`` are refused."""
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput(f"{field} must be an integer, got {type(value).__name__}")
+    if value < low:
+        raise InvalidInput(f"{field} must be at least {low}, got {value}")
+    return min(value, cap)
 
 
 def finite(value: object, field: str, *, default: float, low: float = -math.inf) -> float:
@@ -118,10 +130,9 @@ def metadata(value: object, *, today: int) -> tuple[dict[str, Any], str]:
             raise InvalidInput(f"metadata key {key!r} is reserved (content and _veles_* keys "
                                f"other than {DATE_KEY} are refused)")
     out = dict(value)
-    if DATE_KEY in out:
-        date_value(out[DATE_KEY], f"metadata.{DATE_KEY}")
-    else:
-        out[DATE_KEY] = today
+    # An explicit date is always respected, even one that is no YYYYMMDD integer (it then never
+    # matches a numeric date range).
+    out.setdefault(DATE_KEY, today)
     try:
         encoded = dumps(out)
     except (TypeError, ValueError) as exc:
@@ -132,16 +143,6 @@ def metadata(value: object, *, today: int) -> tuple[dict[str, Any], str]:
                            f"{limits.MAX_METADATA_BYTES}-byte cap (MAX_METADATA_BYTES)")
     _utf8(encoded, "metadata")
     return out, encoded
-
-
-def date_value(value: object, field: str) -> _dt.date:
-    """A YYYYMMDD integer naming a real calendar date."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidInput(f"{field} must be a YYYYMMDD integer, got {value!r}")
-    parsed = parse_date(value)
-    if parsed is None:
-        raise InvalidInput(f"{field} must be a YYYYMMDD integer naming a real date, got {value}")
-    return parsed
 
 
 def parse_date(value: object) -> _dt.date | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import http.client
+import json
 import os
 import socket
 import ssl
@@ -41,7 +42,7 @@ def check_health(host: str, port: int, ca_cert: str | None,
     try:
         conn.request("GET", "/health")
         response = conn.getresponse()
-        body = response.read(64).decode("utf-8", "replace").strip()
+        body = response.read(4096).decode("utf-8", "replace").strip()
     except ssl.SSLCertVerificationError as exc:
         return Health(False, "tls", exc.verify_message or str(exc))
     except ssl.SSLError as exc:
@@ -50,9 +51,18 @@ def check_health(host: str, port: int, ca_cert: str | None,
         return Health(False, "down", str(exc) or type(exc).__name__)
     finally:
         conn.close()
-    if response.status == 200 and body == "OK":
+    if response.status == 200 and health_ok(body):
         return Health(True, "ok")
     return Health(False, "http", f"HTTP {response.status} {body!r}")
+
+
+def health_ok(body: str) -> bool:
+    """Whether a ``/health`` body says the daemon serves (JSON ``status: ok``)."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and data.get("status") == "ok"
 
 
 def wait_healthy(host: str, port: int, ca_cert: str, timeout: float,

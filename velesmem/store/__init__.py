@@ -1,8 +1,57 @@
-"""The store: one locked directory holding SQLite (source of truth) and a derived FAISS index."""
+"""The storage protocol and its backends, chosen by name (``VELESDB_MEMORY_BACKEND``).
 
-from velesmem.store.lock import LOCK_FIX, StoreLock
-from velesmem.store.store import DB_FILE, Identity, Store
-from velesmem.store.vector_index import VectorIndex
-from velesmem.store.writer import Outcome
+``open_store(settings, identity, now)`` opens the configured backend; ``identity`` None opens
+it for reading and maintenance only (export, verify). The protocol is in ``protocol``; the
+metadata predicate tree in ``predicates``.
+"""
 
-__all__ = ["DB_FILE", "LOCK_FIX", "Identity", "Outcome", "Store", "StoreLock", "VectorIndex"]
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from velesmem.errors import Internal
+from velesmem.store.protocol import (
+    ENTITY_HUB_KIND,
+    Counts,
+    Edge,
+    FactWrite,
+    Identity,
+    Problem,
+    Space,
+    Store,
+    StoredFact,
+    WarmProgress,
+)
+
+if TYPE_CHECKING:
+    from velesmem.config import Settings
+
+BACKENDS = ("sqlite", "postgres")
+
+Opener = Callable[["Settings", "Identity | None", float], Store]
+
+
+def load(name: str) -> Opener:
+    """The opener of backend ``name``; Internal listing the backends for any other name."""
+    if name == "sqlite":
+        from velesmem.store.sqlite.backend import SqliteStore
+
+        return lambda settings, identity, now: SqliteStore.open(settings.path, identity, now)
+    if name == "postgres":
+        try:
+            from velesmem.store.postgres.backend import open_postgres
+        except ImportError as exc:
+            raise Internal(f"the postgres backend needs the extra: pip install "
+                           f"'velesmem[postgres]' ({exc})") from None
+        return open_postgres
+    raise Internal(f"unknown backend {name!r} (VELESDB_MEMORY_BACKEND): expected one of "
+                   f"{', '.join(BACKENDS)}")
+
+
+def open_store(settings: Settings, identity: Identity | None, now: float) -> Store:
+    return load(settings.backend)(settings, identity, now)
+
+
+__all__ = ["BACKENDS", "ENTITY_HUB_KIND", "Counts", "Edge", "FactWrite", "Identity", "Problem",
+           "Space", "Store", "StoredFact", "WarmProgress", "load", "open_store"]

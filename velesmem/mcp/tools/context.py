@@ -16,10 +16,7 @@ from fastmcp import FastMCP
 from pydantic import BaseModel, Field, model_validator
 
 from velesmem import limits
-from velesmem.context.ingest import IngestRoots
 from velesmem.context.media import png_bytes
-from velesmem.context.service import ContextService
-from velesmem.context.store import MemoryContextStore
 from velesmem.mcp.annotations import READ, WRITE
 from velesmem.mcp.app import AppContext
 from velesmem.mcp.wire import (
@@ -188,20 +185,23 @@ def _request(query: str, fragments: list[FragmentWire], token_budget: int, **res
 
 
 def register(mcp: FastMCP, app: AppContext) -> None:
-    """Install the nine compiler tools, bound to ``app.memory`` (and its ingest roots)."""
-    roots = IngestRoots.from_settings(app.settings.ingest_roots)  # a bad root refuses to start
-    service = ContextService(MemoryContextStore(app.memory), roots, app.memory)
+    """Install the nine compiler tools, bound to the Runtime's ContextService; each runs on the
+    Runtime's worker pool."""
+    rt = app.runtime
+    service = app.context
 
     @mcp.tool(annotations=COMPILE)
-    def compile_context(query: Query, fragments: Fragments, token_budget: Budget, project: Project,
+    async def compile_context(query: Query, fragments: Fragments, token_budget: Budget, project: Project,
                         target_model: TargetModel, memory_scope: Scope, policy: Policy) -> Result:
         """Compile context fragments into a token-budgeted, provenance-audited prompt context, deterministically and with no LLM call. Returns { content, sections, decisions, sources, retrieval_handles, insights, risk, warnings }; risk "high" means preserve-classified content could not be packed — check it before use."""
-        return service.compile_context(_request(query, fragments, token_budget, project=project,
+        if memory_scope is not None:
+            await rt.ready()  # pulling memories needs the embedder and the vector index
+        return await rt.run(lambda: service.compile_context(_request(query, fragments, token_budget, project=project,
                                                 target_model=target_model, memory_scope=memory_scope,
-                                                policy=policy))
+                                                policy=policy)))
 
     @mcp.tool(annotations=COMPILE)
-    def compile_transcript(
+    async def compile_transcript(
         query: Query,
         token_budget: Budget,
         transcript: Annotated[OptString, optional("Inline transcript text (exactly one of transcript or path).")],
@@ -215,62 +215,64 @@ def register(mcp: FastMCP, app: AppContext) -> None:
         args: dict[str, Any] = {"query": query, "token_budget": token_budget, "transcript": transcript,
                                 "path": path, "project": project, "target_model": target_model,
                                 "policy": plain(policy), "segmentation": plain(segmentation)}
-        return service.compile_transcript({k: v for k, v in args.items() if v is not None})
+        return await rt.run(lambda: service.compile_transcript({k: v for k, v in args.items() if v is not None}))
 
     @mcp.tool(annotations=READ)
-    def explain_compilation(
+    async def explain_compilation(
         request: Annotated[CompileRequestWire, Field(description="The exact compile_context request to explain.")],
         fragment_id: Annotated[Id, Field(description="The fragment whose decision to return (relay the value compile_context gave).")],
         fragment_index: Annotated[OptInteger, optional("0-based position in request.fragments; wins over fragment_id.")],
     ) -> Result:
         """Why was this fragment dropped, shortened, cached or externalized? Stateless: the request is re-compiled with recording off. Returns one ContextDecision { fragment_id, memory_id, action, rule_id, reason, relevance, risk, content_hash, handle? }."""
-        return service.explain(plain(request), fragment_id, fragment_index)
+        if request.memory_scope is not None:
+            await rt.ready()
+        return await rt.run(lambda: service.explain(plain(request), fragment_id, fragment_index))
 
     @mcp.tool(annotations=READ)
-    def retrieve_context_source(
+    async def retrieve_context_source(
         handle: Annotated[str, Field(description="A ctx://source/<hash> handle from a compiled context.")],
     ) -> Result:
         """Fetch back the exact original bytes behind a ctx://source/<hash> handle. Returns { handle, content, media? } — media byte-identical to the submitted base64."""
-        return service.retrieve(handle)
+        return await rt.run(lambda: service.retrieve(handle))
 
     @mcp.tool(annotations=READ)
-    def context_savings(
+    async def context_savings(
         project: Annotated[OptString, optional("Restrict the aggregation to one project facet.")],
     ) -> Result:
         """Aggregate the recorded savings of past compilations (local estimates, metadata only). Returns { events, tokens_in, tokens_out, tokens_saved, cost_saved_micros_by_currency, truncated }."""
-        return service.savings(project)
+        return await rt.run(lambda: service.savings(project))
 
     @mcp.tool(annotations=READ)
-    def suggest_budget(
+    async def suggest_budget(
         target_model: Annotated[str, Field(description="Model name, matched case-insensitively against a static table.")],
         reserve_tokens: Annotated[Integer, Field(description="Room reserved for the response (default 0).")] = 0,
     ) -> Result:
         """Suggest a starting token_budget for a model from a static, dated table (never a network call). Returns { window, suggested_budget, source }; an unlisted model gets nulls."""
-        return service.suggest_budget(target_model, reserve_tokens)
+        return await rt.run(lambda: service.suggest_budget(target_model, reserve_tokens))
 
     @mcp.tool(annotations=WRITE)
-    def save_working_context(
+    async def save_working_context(
         project: Annotated[str, Field(description="Project facet.")],
         session: Annotated[str, Field(description="A stable id for the agent run to resume.")],
         working: Annotated[WorkingWire, Field(description=f"{{goal?, active_constraints[], verified_facts[], open_hypotheses[], decisions[], exact_evidence[], pending_actions[]}}, at most {limits.MAX_WORKING_CONTEXT_BYTES // limits.MIB} MiB.")],
     ) -> Result:
         """Persist a session's distilled working state (upsert per project + session). Returns { id, id_str }."""
-        return service.save_working(project, session, plain(working))
+        return await rt.run(lambda: service.save_working(project, session, plain(working)))
 
     @mcp.tool(annotations=READ)
-    def load_working_context(
+    async def load_working_context(
         project: Annotated[str, Field(description="The facet it was saved under.")],
         session: Annotated[str, Field(description="The session id it was saved under.")],
     ) -> Result:
         """Resume a session. Returns { found, working, other_sessions }; ids inside working are always decimal strings. found false: check other_sessions for a typo."""
-        return service.load_working(project, session)
+        return await rt.run(lambda: service.load_working(project, session))
 
     @mcp.tool(annotations=READ)
-    def list_working_contexts(
+    async def list_working_contexts(
         project: Annotated[str, Field(description="The facet to list.")],
     ) -> Result:
         """Discover what is resumable. Returns { sessions: [ { session, saved_at } ] }, most recently saved first."""
-        return service.list_working(project)
+        return await rt.run(lambda: service.list_working(project))
 
 
 _EXAMPLE_PNG = __import__("base64").b64encode(png_bytes(4, 3)).decode()

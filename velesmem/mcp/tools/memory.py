@@ -103,27 +103,38 @@ IncludeInternal = Annotated[Boolean, _doc(
 
 
 def register(mcp: FastMCP, app: AppContext) -> None:
-    """Install the eleven memory tools on ``mcp``, bound to ``app.memory``."""
+    """Install the eleven memory tools on ``mcp``, bound to ``app.memory``.
+
+    Every tool is async: reads run on the Runtime's worker pool, writes are prepared there and
+    their commit awaited on the event loop. Tools that need the embedder or the vector index
+    first wait (boundedly) for the Runtime to be ready."""
+    rt = app.runtime
+    memory = app.memory
 
     @mcp.tool(annotations=WRITE)
-    def remember(fact: Fact, links: Links, metadata: Metadata, ttl_seconds: TtlSeconds) -> Result:
+    async def remember(fact: Fact, links: Links, metadata: Metadata, ttl_seconds: TtlSeconds) -> Result:
         """Store a fact in durable local memory. Returns { id, id_str }; the id is derived from the text, so re-remembering identical text updates it in place."""
         plain = None if links is None else [{"target": l.target, "relation": l.relation} for l in links]
-        return app.memory.remember(fact, links=plain, metadata=metadata, ttl_seconds=ttl_seconds).to_dict()
+        await rt.ready()
+        result = await rt.write(memory.submit_remember, fact, links=plain, metadata=metadata,
+                                ttl_seconds=ttl_seconds)
+        return result.to_dict()
 
     @mcp.tool(annotations=READ)
-    def recall(*, query: Query, k: K = limits.DEFAULT_RECALL_K, filter: Filter) -> Result:
+    async def recall(*, query: Query, k: K = limits.DEFAULT_RECALL_K, filter: Filter) -> Result:
         """Semantic (vector) retrieval with an optional exact-match metadata filter. Returns { memories: [ { id, id_str, score, content, metadata } ] }; ranking blends similarity with learned confidence, score stays the raw similarity."""
-        return app.memory.recall(query, k=k, filter=filter).to_dict()
+        await rt.ready()
+        return await rt.run(lambda: memory.recall(query, k=k, filter=filter).to_dict())
 
     @mcp.tool(annotations=READ)
-    def recall_where(*, query: Query, filters: Filters, k: K = limits.DEFAULT_RECALL_K) -> Result:
+    async def recall_where(*, query: Query, filters: Filters, k: K = limits.DEFAULT_RECALL_K) -> Result:
         """Semantic recall constrained by typed column predicates (ranges and comparisons, type-strict). Returns { memories }, most similar first, same envelope as recall."""
         plain = [{"field": p.field, "op": p.op, "value": p.value} for p in filters]
-        return app.memory.recall_where(query, plain, k=k).to_dict()
+        await rt.ready()
+        return await rt.run(lambda: memory.recall_where(query, plain, k=k).to_dict())
 
     @mcp.tool(annotations=READ)
-    def recall_fused(
+    async def recall_fused(
         *,
         query: Query,
         k: K = limits.DEFAULT_RECALL_K,
@@ -134,48 +145,52 @@ def register(mcp: FastMCP, app: AppContext) -> None:
         date_field: DateField,
     ) -> Result:
         """recall plus a graph walk from the top vector hit that folds connected facts into the ranking. Returns { memories, dated_context?, now? } (the last two only with date_field and at least one dated fact)."""
-        return app.memory.recall_fused(query, k=k, filter=filter, hops=hops, graph_boost=graph_boost,
-                                       pool=pool, date_field=date_field).to_dict()
+        await rt.ready()
+        return await rt.run(lambda: memory.recall_fused(
+            query, k=k, filter=filter, hops=hops, graph_boost=graph_boost, pool=pool,
+            date_field=date_field).to_dict())
 
     @mcp.tool(annotations=CUMULATIVE)
-    def feedback(
+    async def feedback(
         id: Annotated[Id, _doc("The recalled memory to reinforce (decimal string or number).")],
         success: Success,
     ) -> Result:
         """Reinforce a recalled memory with an outcome. Returns { id, id_str, confidence }, the new learned confidence in [0, 1] that recall re-ranks by."""
-        return app.memory.feedback(id, success).to_dict()
+        return (await rt.write(memory.submit_feedback, id, success)).to_dict()
 
     @mcp.tool(annotations=WRITE)
-    def relate(
+    async def relate(
         from_: Annotated[Id, Field(alias="from",
                                    description="The memory the link points from (decimal string or number).")],
         to: Annotated[Id, _doc("The memory the link points to (decimal string or number).")],
         relation: Relation,
     ) -> Result:
         """Create a typed, directional edge between two existing memories (why follows outgoing edges: point from at the decision, to at its evidence). Returns { edge_id, edge_id_str }; idempotent per (from, relation, to)."""
-        return app.memory.relate(from_, to, relation).to_dict()
+        return (await rt.write(memory.submit_relate, from_, to, relation)).to_dict()
 
     @mcp.tool(annotations=DELETE)
-    def unrelate(
+    async def unrelate(
         from_: Annotated[Id, Field(alias="from", description="The side the link points from, as given to relate.")],
         to: Annotated[Id, _doc("The side the link points to.")],
         relation: Annotated[str, _doc("The label of the link to remove.")],
     ) -> Result:
         """Remove a typed edge, relate's exact undo; the memories stay. Returns { found, removed }; an absent edge answers found: false."""
-        return app.memory.unrelate(from_, to, relation).to_dict()
+        return (await rt.write(memory.submit_unrelate, from_, to, relation)).to_dict()
 
     @mcp.tool(annotations=DELETE)
-    def forget(id: Annotated[Id, _doc("As returned by remember or recall (decimal string or number).")]) -> Result:
+    async def forget(id: Annotated[Id, _doc("As returned by remember or recall (decimal string or number).")]) -> Result:
         """Permanently delete a memory by id, with its graph links. Returns { id, id_str, found }; found: false means nothing was stored under that id (a no-op)."""
-        return app.memory.forget(id).to_dict()
+        await rt.ready()
+        return (await rt.write(memory.submit_forget, id)).to_dict()
 
     @mcp.tool(annotations=READ)
-    def why(*, decision: Decision, max_hops: MaxHops = limits.DEFAULT_WHY_HOPS, filter: SeedFilter) -> Result:
+    async def why(*, decision: Decision, max_hops: MaxHops = limits.DEFAULT_WHY_HOPS, filter: SeedFilter) -> Result:
         """Find the best-matching memory and return the subgraph reachable from it through outgoing typed links. Returns { nodes: [ { id, id_str, content, hop } ], edges: [ { from, from_str, to, to_str, relation } ], truncated }; the seed is hop 0."""
-        return app.memory.why(decision, max_hops=max_hops, filter=filter).to_dict()
+        await rt.ready()
+        return await rt.run(lambda: memory.why(decision, max_hops=max_hops, filter=filter).to_dict())
 
     @mcp.tool(annotations=READ)
-    def list_memories(
+    async def list_memories(
         *,
         cursor: Cursor,
         limit: PageSize = limits.DEFAULT_LIST_LIMIT,
@@ -183,13 +198,13 @@ def register(mcp: FastMCP, app: AppContext) -> None:
         include_internal: IncludeInternal = False,
     ) -> Result:
         """Audit the store: walk every stored fact page by page, ids ascending. Returns { memories: [ { id, id_str, content, metadata } ], next_cursor }; next_cursor is a decimal string, null ends the walk."""
-        return app.memory.list_memories(cursor=cursor, limit=limit, filter=filter,
-                                         include_internal=include_internal).to_dict()
+        return await rt.run(lambda: memory.list_memories(
+            cursor=cursor, limit=limit, filter=filter, include_internal=include_internal).to_dict())
 
     @mcp.tool(annotations=READ)
-    def memory_status() -> Result:
+    async def memory_status() -> Result:
         """Report health and configuration. Returns { embedder, provenance, extraction, memory }: the running embedder, what filled the store, extraction state and corpus size. Call it at session start."""
-        return app.memory.memory_status().to_dict()
+        return await rt.run(lambda: memory.memory_status().to_dict())
 
     for name in COUNTED_TOOLS:
         deprecated_alias(mcp, name, alias="limit", canonical="k")

@@ -40,24 +40,38 @@ Job = Callable[[sqlite3.Connection], Outcome[Any]]
 
 
 class Writer:
-    """Serialises every write of the store through one thread and one connection."""
+    """Serialises every write of the store through one thread and one connection.
 
-    def __init__(self, conn: sqlite3.Connection, name: str = "velesmem-writer") -> None:
+    ``before_commit`` runs inside each batch's transaction after its jobs (the store persists
+    its sequence high-water mark there). Jobs submitted before ``start()`` wait in the queue.
+    """
+
+    def __init__(self, conn: sqlite3.Connection,
+                 before_commit: Callable[[sqlite3.Connection], None] | None = None,
+                 name: str = "velesmem-writer") -> None:
         self._conn = conn
+        self._before_commit = before_commit
         self._queue: queue.SimpleQueue[tuple[Job, Future[Any]] | None] = queue.SimpleQueue()
         self._closed = False
         self._close_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._thread.start()
 
-    def submit(self, job: Job) -> Any:
-        """Run ``job`` in the writer and return its result once committed (or raise its error)."""
+    def start(self) -> None:
+        if not self._thread.is_alive() and not self._closed:
+            self._thread.start()
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def submit(self, job: Job) -> Future[Any]:
+        """Queue ``job``; the future resolves to its result once committed (or its error)."""
         future: Future[Any] = Future()
         with self._close_lock:
             if self._closed:
                 raise Internal("the store is closed")
             self._queue.put((job, future))
-        return future.result()
+        return future
 
     def close(self) -> None:
         """Finish the queued jobs, then stop the thread."""
@@ -66,7 +80,10 @@ class Writer:
                 return
             self._closed = True
             self._queue.put(None)
-        self._thread.join()
+        if self._thread.is_alive():
+            self._thread.join()
+        else:  # never started: run what was queued here
+            self._run()
 
     def _run(self) -> None:
         stop = False
@@ -101,10 +118,13 @@ class Writer:
                     conn.execute(f"ROLLBACK TO j{n}")
                     conn.execute(f"RELEASE j{n}")
                     results.append((False, exc))
+            if self._before_commit is not None:
+                self._before_commit(conn)
             conn.execute("COMMIT")
         except BaseException as exc:  # noqa: BLE001 — the commit failed: nothing is acknowledged
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
+            log.error("a store write batch failed to commit (%d calls): %s", len(batch), exc)
             err = Internal(f"store write failed: {exc}")
             for _, future in batch:
                 future.set_exception(err)

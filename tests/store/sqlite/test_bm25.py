@@ -7,8 +7,10 @@ import random
 import numpy as np
 
 from velesmem.ids import to_i64
-from velesmem.memory import MemoryService, bm25
-from velesmem.memory.ranking import TermStats, bounded_terms, fts_match, fts_terms
+from velesmem.memory import MemoryService
+from velesmem.store.sqlite import bm25
+from velesmem.store.sqlite.text import TermStats, bounded_stems, bounded_terms, fts_match
+from velesmem.store.text import query_terms
 
 WORDS = ["cache", "caches", "caching", "lock", "locks", "disk", "net", "café", "cafe", "group",
          "groups", "grouped", "deploy", "deploys", "alpha", "beta", "x1", "x2"]
@@ -28,12 +30,13 @@ def test_scores_equal_fts5_bm25(mem: MemoryService) -> None:
     for fid in ids[::7]:
         mem.forget(fid)
     conn = mem.store.reader()
-    stats = TermStats(None)
+    stats = TermStats()
     lengths = bm25.DocLengths()
     for _ in range(60):
         query = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 5)))
-        terms = bounded_terms(conn, fts_terms(query), stats)
-        stems = [stats.stems[t] for t in terms]
+        kept = bounded_stems(conn, query_terms(query), stats)
+        terms = [t for t, _ in kept]
+        stems = [s for _, s in kept]
         assert all(len(s) == 1 for s in stems)
         got_ids, got = bm25.scores(conn, [s[0] for s in stems], lengths, 0)
         want = fts5_reference(conn, terms)

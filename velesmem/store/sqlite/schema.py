@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from velesmem.errors import Internal
-from velesmem.store.meta_index import CREATE_SQL, INDEX_ALL_SQL
+from velesmem.store.sqlite.meta_index import CREATE_SQL, INDEX_ALL_SQL
 
 
 @dataclass(frozen=True)
@@ -79,33 +79,105 @@ def _v3_metadata_index(conn: sqlite3.Connection) -> None:
     conn.execute(INDEX_ALL_SQL)
 
 
+def _v4_embedding_spaces(conn: sqlite3.Connection) -> None:
+    # Vectors keyed by embedding space, each with the sequence number it was written at, so the
+    # FAISS index of a space replays what it lacks from an index range instead of a full scan;
+    # deletions since a saved index are logged for the same reason. ``seq_high`` keeps the
+    # highest sequence ever handed out: numbers are never reused, even after a forget.
+    _run(conn, """
+        CREATE TABLE spaces (
+            id          INTEGER PRIMARY KEY,
+            model       TEXT NOT NULL,
+            dimension   INTEGER NOT NULL,
+            witness     TEXT NOT NULL DEFAULT '[]',  -- JSON: the embedder's vector of a probe
+            state       TEXT NOT NULL,               -- serving, building
+            created_at  REAL NOT NULL
+        );
+        CREATE TABLE space_vectors (
+            space   INTEGER NOT NULL,
+            id      INTEGER NOT NULL,
+            seq     INTEGER NOT NULL,
+            vector  BLOB NOT NULL,
+            PRIMARY KEY (space, id)
+        );
+        CREATE INDEX space_vectors_seq ON space_vectors(space, seq);
+        CREATE TABLE vector_deletes (
+            space   INTEGER NOT NULL,
+            id      INTEGER NOT NULL,
+            seq     INTEGER NOT NULL
+        );
+        CREATE INDEX vector_deletes_seq ON vector_deletes(space, seq)
+    """)
+    row = conn.execute("SELECT value FROM meta WHERE key = 'provenance_model'").fetchone()
+    dim = conn.execute("SELECT value FROM meta WHERE key = 'provenance_dimension'").fetchone()
+    if row is None:
+        blob = conn.execute("SELECT vector FROM vectors LIMIT 1").fetchone()
+        model, dimension = "", (len(blob[0]) // 4 if blob else 0)
+    else:
+        model, dimension = row[0], int(dim[0])
+    if dimension:
+        conn.execute("INSERT INTO spaces (id, model, dimension, state, created_at) "
+                     "VALUES (1, ?, ?, 'serving', 0)", (model, dimension))
+        conn.execute("INSERT OR REPLACE INTO meta VALUES ('serving_space', '1')")
+    conn.execute("INSERT INTO space_vectors (space, id, seq, vector) SELECT 1, v.id, f.seq, "
+                 "v.vector FROM vectors v JOIN facts f ON f.id = v.id")
+    conn.execute("DROP TABLE vectors")
+    conn.execute("INSERT OR REPLACE INTO meta SELECT 'seq_high', coalesce(max(seq), 0) FROM facts")
+
+
+def _v5_jobs(conn: sqlite3.Connection) -> None:
+    # Durable background jobs (extraction, migration): accepted work survives a crash.
+    _run(conn, """
+        CREATE TABLE jobs (
+            id          TEXT PRIMARY KEY,
+            kind        TEXT NOT NULL,
+            state       TEXT NOT NULL,
+            fingerprint TEXT NOT NULL,
+            payload     TEXT,            -- JSON, dropped when the job ends
+            output      TEXT,            -- JSON, persisted before the job's memory writes
+            result      TEXT,            -- JSON
+            error       TEXT,
+            created_at  REAL NOT NULL,
+            updated_at  REAL NOT NULL
+        );
+        CREATE INDEX jobs_state ON jobs(kind, state, created_at)
+    """)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial: facts, edges, meta, FTS5 over user facts", _v1_initial),
     Migration(2, "vectors moved to their own table", _v2_vectors_apart),
     Migration(3, "fact_meta: (key, type, value, id) index of top-level metadata",
               _v3_metadata_index),
+    Migration(4, "embedding spaces: vectors keyed by space with their write sequence",
+              _v4_embedding_spaces),
+    Migration(5, "jobs: durable background work", _v5_jobs),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
 
-def current_version(conn: sqlite3.Connection) -> int:
-    """The highest applied migration (0 for a fresh database)."""
+def applied_versions(conn: sqlite3.Connection) -> set[int]:
     conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
                  "name TEXT NOT NULL, applied_at REAL NOT NULL)")
-    row = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
-    return int(row[0] or 0)
+    return {int(v) for (v,) in conn.execute("SELECT version FROM schema_migrations")}
+
+
+def current_version(conn: sqlite3.Connection) -> int:
+    """The highest applied migration (0 for a fresh database)."""
+    return max(applied_versions(conn), default=0)
 
 
 def migrate(conn: sqlite3.Connection, now: float,
             migrations: tuple[Migration, ...] = MIGRATIONS) -> int:
-    """Apply each pending migration with its record in one transaction; return the version."""
-    version = current_version(conn)
+    """Apply each migration not yet recorded, in order, each with its record in one
+    transaction; return the version. A database newer than this code is refused."""
+    applied = applied_versions(conn)
     latest = migrations[-1].version
-    if version > latest:
-        raise Internal(f"store schema version {version} is newer than this velesmem understands "
-                       f"({latest}): upgrade velesmem")
+    if applied and max(applied) > latest:
+        raise Internal(f"store schema version {max(applied)} is newer than this velesmem "
+                       f"understands ({latest}): upgrade velesmem")
     for mig in migrations:
-        if mig.version <= version:
+        if mig.version in applied:
             continue
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -116,5 +188,4 @@ def migrate(conn: sqlite3.Connection, now: float,
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-        version = mig.version
-    return version
+    return current_version(conn)

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from velesmem.ids import to_i64, to_u64
-from velesmem.store import vector_index
-from velesmem.store.vector_index import VectorIndex
+from velesmem.store.sqlite import vector_index
+from velesmem.store.sqlite.vector_index import VectorIndex
 
 
 def vectors(n: int, seed: int = 0) -> np.ndarray:
@@ -263,7 +263,7 @@ def test_save_and_load_round_trip(tmp_path: Path) -> None:
 def test_bm25_scratch_tokenizer_matches_the_store_schema() -> None:
     import inspect
 
-    from velesmem.memory import ranking
-    from velesmem.store import schema
+    from velesmem.store.sqlite import text as ranking
+    from velesmem.store.sqlite import schema
 
     assert f"tokenize='{ranking.FTS_TOKENIZER}'" in inspect.getsource(schema)

@@ -15,8 +15,8 @@ from velesmem.config import Settings
 from velesmem.errors import EmbedderMismatch, Internal
 from velesmem.ids import to_i64
 from velesmem.memory import MemoryService
-from velesmem.store import schema
-from velesmem.store.vector_index import INDEX_FILE, SIDECAR_FILE
+from velesmem.store.sqlite import schema
+from velesmem.store.sqlite.vector_index import INDEX_FILE, SIDECAR_FILE
 
 WRITER = """
 import sys, threading
@@ -179,7 +179,7 @@ def test_migration_2_moves_vectors_out_of_facts(tmp_path: Path) -> None:
     with MemoryService.open(tmp_path) as mem:  # migrates to the latest version on open
         cols = [r[1] for r in mem.store.reader().execute("PRAGMA table_info(facts)")]
         assert "vector" not in cols
-        assert mem.store.reader().execute("SELECT count(*) FROM vectors").fetchone()[0] == 1
+        assert mem.store.reader().execute("SELECT count(*) FROM space_vectors").fetchone()[0] == 1
         assert mem.store.index.live_count == 1
         assert mem.recall("old fact").memories[0].content == "old fact"
 

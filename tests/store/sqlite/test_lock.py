@@ -12,7 +12,7 @@ import pytest
 
 from velesmem.errors import StoreLocked
 from velesmem.memory import MemoryService
-from velesmem.store import LOCK_FIX
+from velesmem.store.sqlite.lock import LOCK_FIX
 
 HOLD = """
 import sys

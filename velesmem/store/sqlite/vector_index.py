@@ -28,7 +28,7 @@ from pathlib import Path
 import faiss
 import numpy as np
 
-from velesmem.store.rwlock import RWLock
+from velesmem.store.sqlite.rwlock import RWLock
 
 HNSW_M = 32
 HNSW_EF_CONSTRUCTION = 40
@@ -42,9 +42,16 @@ REBUILD_TOMBSTONE_FRACTION = 0.2
 PENDING_CHUNK = 64  # vectors moved into HNSW per indexer step (the write lock is held meanwhile)
 PENDING_MAX = 8192  # beyond this many pending vectors, add() waits for the indexer
 REBUILD_CHUNK = 2048  # vectors per add in a background rebuild (a cancel waits at most one chunk)
-INDEX_FILE = "vectors.faiss"
+INDEX_FILE = "vectors.faiss"  # the first embedding space's files; others add "-<space>"
 SIDECAR_FILE = "vectors.json"
 FORMAT = 1
+FILE_MODE = 0o600
+
+
+def index_files(directory: Path, space: int) -> tuple[Path, Path]:
+    """The FAISS file and its sidecar for embedding space ``space``."""
+    suffix = "" if space == 1 else f"-{space}"
+    return directory / f"vectors{suffix}.faiss", directory / f"vectors{suffix}.json"
 
 _omp = threading.local()
 log = logging.getLogger(__name__)
@@ -543,33 +550,43 @@ class VectorIndex:
         return out
 
     # --- persistence -------------------------------------------------------------------------
-    def save(self, directory: Path, model: str) -> None:
-        """Write the index and its sidecar (watermark, checksum) atomically via rename.
+    def save(self, directory: Path, model: str, space: int = 1) -> None:
+        """Write the index and its sidecar (watermark, checksum) atomically via rename, readable
+        by the owner only.
 
-        Tombstones are not saved: the open-time diff against SQLite re-derives them."""
+        Tombstones are not saved: the open-time replay against SQLite re-derives them."""
         self.stop_indexer()  # everything pending goes into the saved file
+        index_path, side_path = index_files(directory, space)
         with self.lock.read():
-            tmp = directory / (INDEX_FILE + ".tmp")
+            tmp = index_path.with_name(index_path.name + ".tmp")
             faiss.write_index(self._index, str(tmp))
             watermark, ntotal = self.watermark, self.ntotal
+        os.chmod(tmp, FILE_MODE)
         digest = _sha256(tmp)
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
-        side = {"format": FORMAT, "dimension": self.dimension, "model": model,
+        side = {"format": FORMAT, "dimension": self.dimension, "model": model, "space": space,
                 "watermark": watermark, "ntotal": ntotal, "sha256": digest}
-        side_tmp = directory / (SIDECAR_FILE + ".tmp")
-        side_tmp.write_text(json.dumps(side), encoding="utf-8")
-        os.replace(tmp, directory / INDEX_FILE)
-        os.replace(side_tmp, directory / SIDECAR_FILE)
+        side_tmp = side_path.with_name(side_path.name + ".tmp")
+        fd = os.open(side_tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(side))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, index_path)
+        os.replace(side_tmp, side_path)
+        _fsync_dir(directory)
 
     @classmethod
-    def load(cls, directory: Path, dimension: int, model: str) -> VectorIndex | None:
+    def load(cls, directory: Path, dimension: int, model: str,
+             space: int = 1) -> VectorIndex | None:
         """The saved index if its sidecar, checksum and shape check out; None means rebuild."""
-        path, side_path = directory / INDEX_FILE, directory / SIDECAR_FILE
+        path, side_path = index_files(directory, space)
         try:
             side = json.loads(side_path.read_text(encoding="utf-8"))
             if (side.get("format") != FORMAT or side.get("dimension") != dimension
-                    or side.get("model") != model or _sha256(path) != side.get("sha256")):
+                    or side.get("model") != model or side.get("space", 1) != space
+                    or _sha256(path) != side.get("sha256")):
                 return None
             index = faiss.read_index(str(path))
             if not isinstance(index, faiss.IndexIDMap2):
@@ -580,6 +597,19 @@ class VectorIndex:
             return cls(dimension, index, int(side.get("watermark", 0)))
         except (OSError, ValueError, RuntimeError, TypeError, AttributeError):
             return None
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _sha256(path: Path) -> str:

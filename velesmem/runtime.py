@@ -1,0 +1,339 @@
+"""The Runtime: the one object that owns a velesmem process's store, services and threads.
+
+    starting ──open()──▶ warming ──(index loaded, model loaded)──▶ ready ──drain()──▶ draining
+                                                                                  ──close()──▶ closed
+
+``open()`` opens and locks the store (fast: a second daemon on the same
+store fails here at once) and builds the services. ``start()`` starts the background workers:
+the store's writer, the warmer (loads the embedding model and the serving space's vector index,
+retrying a remote embedder that is not reachable yet) and the TTL sweeper (purges expired facts,
+so reads never write). While ``warming`` the daemon serves: ``/health`` and the MCP handshake
+answer, tools that need no vectors run, and a tool that needs them waits up to
+``WARMING_WAIT_S`` for ``ready``, then gets a worded "still warming" error. Nothing else in
+velesmem opens the store or starts a thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from contextlib import contextmanager
+import logging
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from velesmem.config import Settings
+from velesmem.errors import Internal, VelesmemError, Warming
+
+if TYPE_CHECKING:
+    from velesmem.context.ingest import IngestRoots
+    from velesmem.context.service import ContextService
+    from velesmem.embed import Embedder
+    from velesmem.memory.service import MemoryService
+    from velesmem.store import Store, WarmProgress
+
+T = TypeVar("T")
+log = logging.getLogger("velesmem")
+
+LOG_PREFIX = "[velesdb-memory]"
+WARMING_WAIT_S = 10.0  # longest a tool call waits for warming to finish
+WARM_RETRY_S = (1.0, 2.0, 5.0, 10.0, 30.0)  # back-off while an embedder is unreachable
+SWEEP_MAX_SLEEP_S = 60.0  # the sweeper looks at the clock at least this often
+SEARCH_THREADS = 16  # run hybrid recall's vector side beside its text side
+
+
+class State(str, enum.Enum):
+    STARTING = "starting"
+    WARMING = "warming"
+    READY = "ready"
+    DRAINING = "draining"
+    CLOSED = "closed"
+
+
+def worker_threads() -> int:
+    """Threads for CPU-heavy tool work (embedding, ranking, compiling): a few per core."""
+    return max(4, 2 * (os.cpu_count() or 1))
+
+
+class _Formatter(logging.Formatter):
+    """``[velesdb-memory] message``; a traceback only when the logger is at DEBUG."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = f"{LOG_PREFIX} {record.getMessage()}"
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            if logging.getLogger("velesmem").isEnabledFor(logging.DEBUG):
+                message += "\n" + self.formatException(record.exc_info)
+            else:
+                message += f" ({type(exc).__name__}: {exc})"
+        return message
+
+
+_logging_lock = threading.Lock()
+_HANDLER_NAME = "velesmem-stderr"
+
+
+def configure_logging(level: str | int = logging.INFO) -> None:
+    """Send velesmem's (and FastMCP's) log records to stderr, one line each (idempotent)."""
+    with _logging_lock:
+        root = logging.getLogger("velesmem")
+        if any(h.get_name() == _HANDLER_NAME for h in root.handlers):
+            root.setLevel(level)
+            return
+        handler = logging.StreamHandler(sys.stderr)
+        handler.set_name(_HANDLER_NAME)
+        handler.setFormatter(_Formatter())
+        root.addHandler(handler)
+        root.setLevel(level)
+        root.propagate = False
+        for name in ("fastmcp", "mcp"):
+            other = logging.getLogger(name)
+            if not any(h.get_name() == _HANDLER_NAME for h in other.handlers):
+                other.addHandler(handler)
+
+
+class Runtime:
+    """See the module docstring."""
+
+    def __init__(self, settings: Settings, store: Store, embedder: Embedder,
+                 clock: Callable[[], float], roots: IngestRoots) -> None:
+        from velesmem.context.service import ContextService
+        from velesmem.context.store import MemoryContextStore
+        from velesmem.memory.service import MemoryService
+        from velesmem.store import WarmProgress
+
+        self.settings = settings
+        self.store = store
+        self.embedder = embedder
+        self.clock = clock
+        self.state = State.STARTING
+        self.progress: WarmProgress = WarmProgress()
+        self.error: VelesmemError | None = None  # why warming has not finished, if it failed
+        self._ready = threading.Event()
+        self._stop = threading.Event()
+        self._sweep_wake = threading.Condition()
+        self._threads: list[threading.Thread] = []
+        self._closed = False
+        self._close_lock = threading.Lock()
+        self.executor = ThreadPoolExecutor(worker_threads(), thread_name_prefix="velesmem-work")
+        self.search_pool = ThreadPoolExecutor(SEARCH_THREADS,
+                                              thread_name_prefix="velesmem-search")
+        self.memory: MemoryService = MemoryService(store, embedder, clock, settings,
+                                                   self.search_pool)
+        self.memory.runtime = self
+        self.context: ContextService = ContextService(MemoryContextStore(self.memory), roots,
+                                                      self.memory)
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    @classmethod
+    def open(cls, settings: Settings, *, embedder: Embedder | None = None,
+             clock: Callable[[], float] | None = None, start: bool = True) -> Runtime:
+        """Open and lock the store, build the services; ``start`` them. (Entry points that
+        serve call ``configure_logging()`` first; a library caller keeps its own logging.)"""
+        from velesmem.context.ingest import IngestRoots
+        from velesmem.embed import load_embedder
+        from velesmem.store import Identity, open_store
+
+        roots = IngestRoots.from_settings(settings.ingest_roots)  # a bad root refuses to start
+        clock = clock if clock is not None else time.time
+        embedder = embedder if embedder is not None else load_embedder(settings)
+        store = open_store(settings, Identity(embedder.model, embedder.dimension),
+                           float(clock()))
+        try:
+            runtime = cls(settings, store, embedder, clock, roots)
+        except BaseException:
+            store.close()
+            raise
+        if start:
+            runtime.start()
+        return runtime
+
+    def start(self) -> None:
+        """Start the store's writer, the warmer and the sweeper (idempotent)."""
+        if self.state is not State.STARTING:
+            return
+        self.store.start()
+        self.state = State.WARMING
+        self._spawn("velesmem-warm", self._warm)
+        self._spawn("velesmem-sweep", self._sweep_loop)
+
+    def _spawn(self, name: str, target: Callable[[], None]) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _warm(self) -> None:
+        attempt = 0
+        while not self._stop.is_set():
+            try:
+                warm = getattr(self.embedder, "warm", None)
+                if callable(warm):
+                    self.progress.phase = "loading the embedding model"
+                    warm()
+                self.store.warm(self.progress, self._stop.is_set)
+                if self._stop.is_set():
+                    return
+                self._sweep_once()
+                self.error = None
+                self.state = State.READY
+                self._ready.set()
+                log.info("ready: %s", self.store.location)
+                return
+            except VelesmemError as exc:
+                self.error = exc
+                delay = WARM_RETRY_S[min(attempt, len(WARM_RETRY_S) - 1)]
+                attempt += 1
+                log.error("warming failed (retrying in %.0f s): %s", delay, exc.message)
+                if self._stop.wait(delay):
+                    return
+            except Exception as exc:  # a bug: report it, keep serving what needs no vectors
+                self.error = Internal(f"warming failed: {type(exc).__name__}: {exc}")
+                log.exception("warming failed")
+                return
+
+    def wait_ready_sync(self, timeout: float | None = None) -> None:
+        """Block until ready (the library's ``MemoryService.open``); raise what stopped it."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._ready.wait(0.05):
+            if self.error is not None and not isinstance(self.error, Warming):
+                err = self.error
+                self.close()
+                raise err
+            if deadline is not None and time.monotonic() > deadline:
+                raise self._warming_error()
+            if self._closed:
+                raise Internal("velesdb-memory closed while warming")
+
+    async def ready(self) -> None:
+        """Wait up to WARMING_WAIT_S for ``ready`` (what needs vectors), else raise Warming."""
+        if self._ready.is_set():
+            return
+        if self.state in (State.DRAINING, State.CLOSED):
+            raise Internal("velesdb-memory is shutting down: the call was not run")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + WARMING_WAIT_S
+        while not self._ready.is_set():
+            if loop.time() >= deadline:
+                raise self._warming_error()
+            await asyncio.sleep(0.05)
+
+    def _warming_error(self) -> VelesmemError:
+        if self.error is not None:
+            return Warming(f"velesdb-memory is still warming: {self.error.message}; it retries "
+                           "by itself — fix the cause, then call again")
+        p = self.progress
+        done = f" ({p.done:,} of {p.total:,})" if p.total else ""
+        return Warming(f"velesdb-memory is still warming: {p.phase}{done}; retry in a few "
+                       "seconds")
+
+    def health(self) -> dict[str, Any]:
+        """``/health``'s body: status, lifecycle state, store, version (and warming progress)."""
+        from velesmem import __version__
+
+        body: dict[str, Any] = {
+            "status": "ok" if self.state in (State.WARMING, State.READY) else self.state.value,
+            "state": self.state.value, "store": self.store.location, "version": __version__}
+        if self.state is State.WARMING:
+            body["warming"] = {"phase": self.progress.phase, "done": self.progress.done,
+                               "total": self.progress.total}
+            if self.error is not None:
+                body["error"] = self.error.message
+        return body
+
+    def drain(self) -> None:
+        """Refuse new work from now on (the daemon finishes in-flight calls, then closes)."""
+        if self.state is not State.CLOSED:
+            self.state = State.DRAINING
+
+    def close(self) -> None:
+        """Stop every worker, finish pending writes, close the store (idempotent)."""
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        self.state = State.DRAINING
+        self._stop.set()
+        with self._sweep_wake:
+            self._sweep_wake.notify_all()
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join()
+        self.executor.shutdown(wait=True)
+        self.search_pool.shutdown(wait=True)
+        self.store.close()
+        self.state = State.CLOSED
+
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- work off the event loop -------------------------------------------------------------
+    async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run CPU-heavy ``fn`` on the bounded worker pool and await it."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executor, lambda: fn(*args, **kwargs))
+
+    async def write(self, submit: Callable[..., Future[T]], *args: Any, **kwargs: Any) -> T:
+        """Prepare a write on the worker pool (validate, embed), then await its commit on the
+        event loop: no thread waits for the store's writer."""
+        future = await self.run(submit, *args, **kwargs)
+        return await asyncio.wrap_future(future)
+
+    # --- the TTL sweeper ---------------------------------------------------------------------
+    def _sweep_once(self) -> None:
+        nxt = self.store.next_expiry()
+        if nxt is not None and self.clock() >= nxt:
+            purged = self.memory.purge_expired()
+            if purged:
+                log.info("purged %d expired facts", purged)
+
+    def _sweep_loop(self) -> None:
+        self.store.expiry_listener = self._expiry_changed  # type: ignore[attr-defined]
+        while not self._stop.is_set():
+            if self._ready.is_set():
+                try:
+                    self._sweep_once()
+                except VelesmemError as exc:
+                    log.error("the TTL sweep failed: %s", exc.message)
+                except Exception:
+                    log.exception("the TTL sweep failed")
+            nxt = self.store.next_expiry()
+            wait = SWEEP_MAX_SLEEP_S if nxt is None else max(0.0, nxt - self.clock())
+            with self._sweep_wake:
+                if not self._stop.is_set():
+                    self._sweep_wake.wait(min(wait, SWEEP_MAX_SLEEP_S) + 0.01)
+
+    def _expiry_changed(self, _expires_at: float) -> None:
+        with self._sweep_wake:
+            self._sweep_wake.notify_all()
+
+
+@contextmanager
+def offline_store(settings: Settings, *, now: float | None = None,
+                  writable: bool = False) -> Iterator[Store]:
+    """The store for maintenance commands (export, verify), without an embedder: opened and
+    locked when nothing serves it; while a daemon holds a SQLite store, a read-only snapshot
+    of it (``writable`` refuses that instead: repairs need the lock)."""
+    from velesmem.errors import StoreLocked
+    from velesmem.store import open_store
+
+    now = time.time() if now is None else now
+    try:
+        store = open_store(settings, None, now)
+    except StoreLocked:
+        if writable or settings.backend != "sqlite":
+            raise
+        from velesmem.store.sqlite.backend import SqliteStore
+
+        store = SqliteStore.open_snapshot(settings.path)
+    try:
+        yield store
+    finally:
+        store.close()

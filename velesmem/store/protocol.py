@@ -1,0 +1,218 @@
+"""The storage protocol: what the services need from a backend, at the level of the domain.
+
+Services speak this protocol and nothing else: facts (user facts and internal scaffolding),
+typed edges, metadata predicates (``velesmem.store.predicates``), a text index answering
+BM25-scored candidates, vectors per embedding space, learned confidence, TTLs, durable jobs and
+compiler artefacts. Only backends (``velesmem.store.sqlite``, ``velesmem.store.postgres``) speak
+SQL.
+
+Keys: a fact or edge id is a u64 on the wire; the protocol carries its **key**, the int64 with
+the same bits (``velesmem.ids.to_i64``), which is what SQLite, PostgreSQL ``bigint`` and FAISS
+store. Candidate sets and rankings travel as numpy int64 arrays.
+
+Writes return a ``concurrent.futures.Future`` that resolves once the write's transaction has
+committed (``.result()`` for a blocking caller, ``asyncio.wrap_future`` for the event loop, so
+no thread waits on it). A write that fails changes nothing and raises from its future.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from velesmem.store.predicates import Predicate
+
+ENTITY_HUB_KIND = "entity_hub"
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What embeds the store's facts: model name and dimension (the store's provenance)."""
+
+    model: str
+    dimension: int
+
+
+@dataclass(frozen=True)
+class Space:
+    """An embedding space: the vectors one embedder produced. ``witness`` is that embedder's
+    vector of a fixed probe text, so a model changed under the same name is noticed."""
+
+    id: int
+    identity: Identity
+    witness: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class FactWrite:
+    """A validated remember: everything the write needs, computed outside the store."""
+
+    key: int
+    content: str
+    metadata_json: str
+    vector: np.ndarray
+    now: float
+    expires_at: float | None
+    links: tuple[tuple[int, str], ...] = ()  # (target key, relation)
+
+
+@dataclass(frozen=True)
+class StoredFact:
+    """A fact as stored. ``kind`` is None for a user fact, else the scaffolding's kind."""
+
+    key: int
+    content: str
+    metadata: dict[str, Any]
+    kind: str | None = None
+    confidence: float = 0.5
+    successes: int = 0
+    failures: int = 0
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    expires_at: float | None = None
+
+
+@dataclass(frozen=True)
+class Edge:
+    key: int
+    src: int
+    dst: int
+    relation: str
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Corpus size: live user facts, and every edge."""
+
+    facts: int
+    edges: int
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One broken invariant found by ``verify``; ``derived`` problems ``repair`` can fix."""
+
+    check: str
+    detail: str
+    derived: bool
+
+
+@dataclass
+class WarmProgress:
+    """How far warming has got (for ``/health`` and the "still warming" error)."""
+
+    phase: str = "starting"
+    done: int = 0
+    total: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Store(Protocol):
+    """One open store. Every method is safe to call from several threads."""
+
+    backend: str  # "sqlite", "postgres"
+    location: str  # a directory, or a database URL without its password
+
+    # --- lifecycle (the Runtime calls these) -------------------------------------------------
+    def start(self) -> None:
+        """Start the background workers (writer, indexer)."""
+
+    def warm(self, progress: WarmProgress) -> None:
+        """Make the serving space's vectors searchable (load, replay or rebuild; blocking)."""
+
+    @property
+    def warm_done(self) -> bool: ...
+
+    def close(self) -> None:
+        """Finish pending writes, persist derived state, release every resource."""
+
+    # --- embedding spaces --------------------------------------------------------------------
+    def provenance(self) -> Identity | None:
+        """The identity that filled the store, or None while it holds no vector."""
+
+    def serving_space(self) -> Space | None: ...
+
+    # --- writes ------------------------------------------------------------------------------
+    def remember(self, w: FactWrite) -> Future[int]:
+        """Upsert a user fact, its vector and its links; resolves to its key."""
+
+    def relate(self, src: int, dst: int, relation: str, now: float) -> Future[int]:
+        """Add the edge (idempotent per triple); NotFound if an end is not a live fact."""
+
+    def unrelate(self, src: int, dst: int, relation: str) -> Future[int]:
+        """Remove the edge; resolves to the number removed (0 or 1)."""
+
+    def forget(self, key: int, now: float) -> Future[bool]:
+        """Delete a live fact, its edges and orphaned entity hubs; False when absent."""
+
+    def feedback(self, key: int, success: bool, now: float) -> Future[float]:
+        """Atomically nudge a live user fact's confidence; resolves to the new value."""
+
+    def purge_expired(self, now: float) -> Future[int]:
+        """Delete every fact whose expiry has passed; resolves to how many."""
+
+    def next_expiry(self) -> float | None:
+        """The earliest expiry still stored (None: nothing expires)."""
+
+    def put_internal(self, key: int, content: str, metadata_json: str, kind: str, now: float,
+                     expires_at: float | None = None) -> Future[int]: ...
+
+    def delete_internal(self, key: int) -> Future[bool]: ...
+
+    # --- reads -------------------------------------------------------------------------------
+    def facts(self, keys: Sequence[int], now: float, *,
+              user_only: bool = True) -> dict[int, StoredFact]:
+        """The live facts among ``keys`` (user facts only unless ``user_only`` is False)."""
+
+    def confidences(self, keys: Sequence[int], now: float) -> dict[int, float]:
+        """Learned confidence of each live user fact among ``keys``."""
+
+    def matching(self, predicate: Predicate) -> np.ndarray:
+        """Sorted int64 keys of every fact whose metadata satisfies ``predicate`` (liveness is
+        the caller's to check)."""
+
+    def text_search(self, query: str, allowed: np.ndarray | None) -> tuple[np.ndarray,
+                                                                           np.ndarray]:
+        """(keys ascending, BM25 > 0) of the user facts matching the query's words, restricted
+        to ``allowed`` (sorted keys) when given."""
+
+    def vector_search(self, query: np.ndarray, n: int,
+                      allowed: np.ndarray | None) -> list[tuple[int, float]]:
+        """Top ``n`` live user facts by inner product in the serving space, best first."""
+
+    def similarities(self, query: np.ndarray, keys: Sequence[int]) -> dict[int, float]:
+        """Exact inner product of ``query`` with each of ``keys`` that has a vector."""
+
+    def out_edges(self, key: int, now: float, limit: int) -> list[tuple[int, str]]:
+        """Up to ``limit`` (dst, relation) of edges leaving ``key`` to live facts, by edge key."""
+
+    def in_edges(self, key: int, now: float, limit: int) -> list[tuple[int, str]]:
+        """Up to ``limit`` (src, relation) of edges arriving at ``key`` from live facts."""
+
+    def targets(self, key: int) -> list[int]:
+        """The dst of every edge leaving ``key``."""
+
+    def counts(self, now: float) -> Counts: ...
+
+    def page(self, after: int | None, limit: int, predicate: Predicate, *,
+             include_internal: bool, now: float) -> list[StoredFact]:
+        """Up to ``limit`` live facts after u64 id ``after`` (exclusive), in u64 order."""
+
+    def get_internal(self, key: int, now: float) -> StoredFact | None: ...
+
+    def scan_internal(self, kind: str, predicate: Predicate, limit: int,
+                      now: float) -> list[StoredFact]:
+        """Up to ``limit`` live internal facts of ``kind``, newest write first."""
+
+    def export(self, now: float, *, include_internal: bool) -> Iterator[StoredFact | Edge]:
+        """Every live fact (u64 id order), then every edge, from one consistent snapshot."""
+
+    # --- integrity ---------------------------------------------------------------------------
+    def verify(self) -> list[Problem]: ...
+
+    def repair(self, report: Callable[[str], None]) -> list[Problem]:
+        """Rebuild what is derived; return what could not be repaired."""

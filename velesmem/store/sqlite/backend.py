@@ -1,0 +1,565 @@
+"""The SQLite backend: one locked directory holding SQLite (the truth) and derived FAISS indexes.
+
+Opening (fast, before the daemon serves): create the directory owner-only, take the directory
+lock, open SQLite in WAL mode (its files owner-only too), apply pending migrations and settle the
+serving embedding space against the embedder. Warming (slow, in the background): load the
+serving space's FAISS index and replay what changed since it was saved, or rebuild it.
+``synchronous=NORMAL`` in WAL mode keeps every committed transaction across a process crash
+(kill -9); only an OS crash or power loss may drop the last commits.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
+from itertools import chain
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from velesmem.errors import EmbedderMismatch, Internal, InvalidInput
+from velesmem.ids import to_i64
+from velesmem.store.predicates import All
+from velesmem.store.protocol import (
+    Counts,
+    Edge,
+    FactWrite,
+    Identity,
+    Problem,
+    Space,
+    StoredFact,
+    WarmProgress,
+)
+from velesmem.store.sqlite import spaces, writes
+from velesmem.store.sqlite.lock import StoreLock
+from velesmem.store.sqlite.predicates import compile_predicate
+from velesmem.store.sqlite.schema import SCHEMA_VERSION, current_version, migrate
+from velesmem.store.sqlite.text import TextIndex
+from velesmem.store.sqlite.vector_index import VectorIndex, index_files
+from velesmem.store.sqlite.writer import Outcome, Writer
+
+DB_FILE = "memory.sqlite3"
+BUSY_TIMEOUT_MS = 10_000
+MMAP_BYTES = 1 << 30  # reads through the OS page cache without a syscall per page
+CACHE_KIB = 32 * 1024  # per connection
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+MAX_BOUND_IDS = 4_096  # ids bound as parameters (SQLite allows 32,766)
+LIVE = "(expires_at IS NULL OR expires_at > ?)"
+_I64_MIN = -(1 << 63)
+log = logging.getLogger(__name__)
+
+
+def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
+    """A connection in autocommit mode (explicit BEGIN) with the store's pragmas.
+
+    ``readonly`` connections of a store this process has open keep scratch tables in ``temp``
+    (recall's query-term statistics), so they are not opened with ``mode=ro``."""
+    conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False,
+                           timeout=BUSY_TIMEOUT_MS / 1000)
+    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+    conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+    if not readonly:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+    return conn
+
+
+def private_directory(directory: Path) -> None:
+    """Create ``directory`` owner-only, and tighten it and every file in it if it exists."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+    except OSError as exc:
+        raise Internal(f"cannot create the store directory {directory}: {exc.strerror}. "
+                       "Point VELESDB_MEMORY_PATH at a directory you can write") from None
+    if os.name != "posix":
+        return
+    try:
+        os.chmod(directory, DIR_MODE)
+        for entry in os.scandir(directory):
+            if entry.is_file(follow_symlinks=False):
+                os.chmod(entry.path, FILE_MODE)
+    except OSError as exc:
+        log.warning("could not make the store %s private: %s", directory, exc)
+
+
+def damaged(directory: Path, exc: sqlite3.Error) -> Internal:
+    """The worded error for a store SQLite cannot read or write."""
+    text = str(exc)
+    if "readonly" in text or "read-only" in text:
+        return Internal(
+            f"store {directory} is read-only ({text}): nothing was changed. Give the user "
+            "running velesmem write access to the directory and its files, or point "
+            "VELESDB_MEMORY_PATH at a writable directory")
+    return Internal(
+        f"store {directory} is damaged: SQLite says {text!r}. Nothing was changed. Run "
+        f"`velesdb-memory verify --path {directory}` to see what is wrong; to recover, move the "
+        "directory aside and restore from an export (`velesdb-memory import memories.jsonl`)")
+
+
+class SqliteStore:
+    """An open store directory (see the module docstring). Implements ``Store``."""
+
+    backend = "sqlite"
+
+    def __init__(self, directory: Path, lock: StoreLock | None, conn: sqlite3.Connection,
+                 serving: Space | None, *, readonly: bool = False) -> None:
+        self.directory = directory
+        self.location = str(directory.resolve())
+        self.db_path = directory / DB_FILE
+        self.serving = serving
+        self.readonly = readonly
+        self.index: VectorIndex | None = None
+        self._lock = lock
+        self._write_conn = conn
+        self._readers: list[sqlite3.Connection] = []
+        self._local = threading.local()
+        self._readers_lock = threading.Lock()
+        self.seq = spaces.seq_high(conn)
+        self._persisted_seq = self.seq
+        self.writer = Writer(conn, before_commit=self._persist_seq)
+        self.text = TextIndex(lambda: self.seq, lambda: self.text_generation)
+        # Earliest expiry that may be pending (writer thread keeps it current).
+        self._next_expiry: float | None = conn.execute(
+            "SELECT min(expires_at) FROM facts WHERE expires_at IS NOT NULL").fetchone()[0]
+        self.expiry_listener: Callable[[float], None] | None = None
+        self.provenance_recorded = _read_provenance(conn) is not None
+        # Bumped (writer thread) when a fact's text changes under its id (a hash collision):
+        # caches keyed by fact id that derive from the text (FTS row lengths) start over.
+        self.text_generation = 0
+        self.warm_done = False
+        self._closed = False
+
+    # --- opening -----------------------------------------------------------------------------
+    @classmethod
+    def open(cls, directory: Path, identity: Identity | None, now: float) -> SqliteStore:
+        """Lock and open ``directory``; with ``identity`` settle the serving space (a store
+        filled by another embedder is refused). Without it (export, verify) no space is
+        needed."""
+        directory = Path(directory).expanduser()
+        private_directory(directory)
+        lock = StoreLock(directory)
+        lock.acquire()
+        if lock.stale_pid is not None:
+            log.info("store %s: the previous holder (pid %d) is gone; taking over", directory,
+                     lock.stale_pid)
+        conn: sqlite3.Connection | None = None
+        try:
+            try:
+                conn = connect(directory / DB_FILE)
+                _private_file(directory / DB_FILE)
+                migrate(conn, now)
+                serving = None if identity is None else _settle_space(conn, identity, directory,
+                                                                       now)
+            except sqlite3.DatabaseError as exc:
+                raise damaged(directory, exc) from None
+            return cls(directory, lock, conn, serving)
+        except BaseException:
+            if conn is not None:
+                conn.close()
+            lock.release()
+            raise
+
+    @classmethod
+    def open_snapshot(cls, directory: Path) -> SqliteStore:
+        """A read-only view of a store another process may be serving: no lock, no writes;
+        each read sees a consistent snapshot (WAL)."""
+        directory = Path(directory).expanduser()
+        path = directory / DB_FILE
+        if not path.is_file():
+            raise Internal(f"no store at {directory} (no {DB_FILE} there)")
+        try:
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None,
+                                   check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
+            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            version = current_version_readonly(conn)
+        except sqlite3.DatabaseError as exc:
+            raise damaged(directory, exc) from None
+        if version != SCHEMA_VERSION:
+            conn.close()
+            raise Internal(f"store {directory} has schema version {version}, this velesmem reads "
+                           f"{SCHEMA_VERSION}: open it once with the daemon (which migrates it)")
+        sid = spaces.serving_space_id(conn)
+        serving = None if sid is None else spaces.read_space(conn, sid)
+        return cls(directory, None, conn, serving, readonly=True)
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the writer thread (writes queue until then)."""
+        if self.readonly:
+            return
+        self.writer.start()
+
+    def warm(self, progress: WarmProgress, cancelled: Callable[[], bool] = lambda: False) -> None:
+        """Load the serving space's FAISS index (replay or rebuild), then catch up, inside the
+        writer, with anything committed meanwhile, and start the indexer."""
+        if self.serving is None:
+            self.warm_done = True
+            return
+        space = self.serving
+        index = spaces.load_index(self.reader(), self.directory, space, progress, cancelled)
+        if cancelled():
+            return
+
+        def install(conn: sqlite3.Connection) -> Outcome[None]:
+            spaces.catch_up(conn, index, space)
+            self.index = index
+            return Outcome(None)
+
+        if self.writer.running:
+            self.writer.submit(install).result()
+        else:
+            install(self._write_conn)
+        index.start_indexer()
+        progress.phase = "ready"
+        self.warm_done = True
+
+    def reader(self) -> sqlite3.Connection:
+        """This thread's read connection (WAL readers never block the writer)."""
+        if self._closed:
+            raise Internal("the store is closed")
+        if self.readonly:
+            return self._write_conn
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = connect(self.db_path, readonly=True)
+            self._local.conn = conn
+            with self._readers_lock:
+                self._readers.append(conn)
+        return conn
+
+    def save_index(self) -> None:
+        if self.index is None or self.serving is None:
+            return
+        if not self.writer.running:  # closed: every committed write has reached the index
+            self.index.watermark = max(self.index.watermark, self.seq)
+        try:
+            self.index.save(self.directory, self.serving.identity.model, self.serving.id)
+        except (OSError, RuntimeError) as exc:  # a cache: the next open rebuilds it
+            log.warning("could not save the FAISS index: %s", exc)
+            return
+        try:  # deletions the saved file reflects need no replay any more
+            self._write_conn.execute("DELETE FROM vector_deletes WHERE space = ? AND seq <= ?",
+                                     (self.serving.id, self.index.watermark))
+        except sqlite3.Error as exc:
+            log.warning("could not prune the vector delete log: %s", exc)
+
+    def close(self) -> None:
+        """Drain the writer, save the index, close every connection, release the lock."""
+        if self._closed:
+            return
+        if not self.readonly:
+            self.writer.close()
+        self._closed = True
+        if not self.readonly:
+            self.save_index()
+        with self._readers_lock:
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+        if not self.readonly:
+            try:
+                self._write_conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error:
+                pass
+        self._write_conn.close()
+        if self._lock is not None:
+            self._lock.release()
+
+    # --- writer-thread helpers (used by the write jobs) --------------------------------------
+    def next_seq(self) -> int:
+        """The next write sequence number (writer thread only); never reused."""
+        self.seq += 1
+        return self.seq
+
+    def _persist_seq(self, conn: sqlite3.Connection) -> None:
+        if self.seq != self._persisted_seq:
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('seq_high', ?)", (str(self.seq),))
+            self._persisted_seq = self.seq
+
+    def note_expiry(self, expires_at: float) -> None:
+        """A fact expires at ``expires_at`` (writer thread only)."""
+        if self._next_expiry is None or expires_at < self._next_expiry:
+            self._next_expiry = expires_at
+            if self.expiry_listener is not None:
+                self.expiry_listener(expires_at)
+
+    def set_next_expiry(self, value: float | None) -> None:
+        self._next_expiry = value
+
+    def next_expiry(self) -> float | None:
+        return self._next_expiry
+
+    def journal_write(self, conn: sqlite3.Connection, key: int) -> None:
+        """Record that fact ``key`` (or its outgoing edges) changed, for a running migration."""
+
+    def _submit(self, job: writes.Job) -> Future[Any]:
+        if self.readonly:
+            raise Internal("this store view is read-only")
+        return self.writer.submit(job)
+
+    # --- embedding spaces --------------------------------------------------------------------
+    def provenance(self) -> Identity | None:
+        return _read_provenance(self.reader())
+
+    def serving_space(self) -> Space | None:
+        return self.serving
+
+    # --- writes ------------------------------------------------------------------------------
+    def remember(self, w: FactWrite) -> Future[int]:
+        if self.serving is None:
+            raise Internal("the store was opened without an embedder")
+        return self._submit(writes.remember(self, w))
+
+    def relate(self, src: int, dst: int, relation: str, now: float) -> Future[int]:
+        return self._submit(writes.relate(self, src, dst, relation, now))
+
+    def unrelate(self, src: int, dst: int, relation: str) -> Future[int]:
+        return self._submit(writes.unrelate(self, src, dst, relation))
+
+    def forget(self, key: int, now: float) -> Future[bool]:
+        return self._submit(writes.forget(self, key, now))
+
+    def feedback(self, key: int, success: bool, now: float) -> Future[float]:
+        return self._submit(writes.feedback(self, key, success, now))
+
+    def purge_expired(self, now: float) -> Future[int]:
+        return self._submit(writes.purge_expired(self, now))
+
+    def put_internal(self, key: int, content: str, metadata_json: str, kind: str, now: float,
+                     expires_at: float | None = None) -> Future[int]:
+        return self._submit(writes.put_internal(self, key, content, metadata_json, kind, now,
+                                                expires_at))
+
+    def delete_internal(self, key: int) -> Future[bool]:
+        return self._submit(writes.delete_internal(self, key))
+
+    # --- reads -------------------------------------------------------------------------------
+    def facts(self, keys: Sequence[int], now: float, *,
+              user_only: bool = True) -> dict[int, StoredFact]:
+        if not keys:
+            return {}
+        kind = " AND kind IS NULL" if user_only else ""
+        sql = (f"SELECT {_FACT_COLUMNS} FROM facts WHERE id IN ({{}}) AND {LIVE}{kind}")
+        return {f.key: f for f in map(_fact, _in_query(self.reader(), sql, list(keys), (now,)))}
+
+    def confidences(self, keys: Sequence[int], now: float) -> dict[int, float]:
+        if not keys:
+            return {}
+        sql = f"SELECT id, confidence FROM facts WHERE id IN ({{}}) AND kind IS NULL AND {LIVE}"
+        return {int(i): float(c) for i, c in _in_query(self.reader(), sql, list(keys), (now,))}
+
+    def matching(self, predicate: All) -> np.ndarray:
+        compiled = compile_predicate(predicate)
+        if compiled.ids is None:
+            raise InvalidInput("matching() needs a predicate; TRUE matches every fact")
+        keys = np.fromiter(chain.from_iterable(self.reader().execute(compiled.ids,
+                                                                     compiled.params)),
+                           dtype=np.int64)
+        if len(keys) > 1 and not np.all(keys[1:] >= keys[:-1]):  # one range comes sorted
+            keys.sort()
+        return keys
+
+    def text_search(self, query: str, allowed: np.ndarray | None) -> tuple[np.ndarray,
+                                                                           np.ndarray]:
+        return self.text.search(self.reader(), query, allowed)
+
+    def vector_search(self, query: np.ndarray, n: int,
+                      allowed: np.ndarray | None) -> list[tuple[int, float]]:
+        return self._index().search(query, n, allowed)
+
+    def similarities(self, query: np.ndarray, keys: Sequence[int]) -> dict[int, float]:
+        return self._index().similarities(query, list(keys))
+
+    def _index(self) -> VectorIndex:
+        if self.index is None:
+            raise Internal("the vector index is not loaded yet (the store is still warming)")
+        return self.index
+
+    def out_edges(self, key: int, now: float, limit: int) -> list[tuple[int, str]]:
+        return [(int(d), r) for d, r in self.reader().execute(
+            "SELECT e.dst, e.relation FROM edges e JOIN facts f ON f.id = e.dst "
+            "WHERE e.src = ? AND (f.expires_at IS NULL OR f.expires_at > ?) ORDER BY e.id "
+            "LIMIT ?", (key, now, limit))]
+
+    def in_edges(self, key: int, now: float, limit: int) -> list[tuple[int, str]]:
+        return [(int(s), r) for s, r in self.reader().execute(
+            "SELECT e.src, e.relation FROM edges e JOIN facts f ON f.id = e.src "
+            "WHERE e.dst = ? AND (f.expires_at IS NULL OR f.expires_at > ?) ORDER BY e.id "
+            "LIMIT ?", (key, now, limit))]
+
+    def targets(self, key: int) -> list[int]:
+        return [int(d) for (d,) in self.reader().execute("SELECT dst FROM edges WHERE src = ?",
+                                                         (key,))]
+
+    def counts(self, now: float) -> Counts:
+        conn = self.reader()
+        facts = conn.execute(f"SELECT count(*) FROM facts WHERE kind IS NULL AND {LIVE}",
+                             (now,)).fetchone()[0]
+        edges = conn.execute("SELECT count(*) FROM edges").fetchone()[0]
+        return Counts(int(facts), int(edges))
+
+    def page(self, after: int | None, limit: int, predicate: All, *, include_internal: bool,
+             now: float) -> list[StoredFact]:
+        compiled = compile_predicate(predicate)
+        kind = "" if include_internal else " AND kind IS NULL"
+        base = (f"SELECT {_FACT_COLUMNS} FROM facts WHERE {LIVE}{kind} AND ({compiled.sql})")
+        # u64 order = the non-negative int64 keys ascending, then the negative ones ascending.
+        segments: list[tuple[str, int]] = []
+        if after is None or after < (1 << 63):
+            low = -1 if after is None else after
+            segments.append(("id >= 0 AND id > ?", low))
+            segments.append(("id < 0 AND id >= ?", _I64_MIN))
+        else:
+            segments.append(("id < 0 AND id > ?", to_i64(after)))
+        rows: list[tuple[Any, ...]] = []
+        conn = self.reader()
+        for where, bound in segments:
+            need = limit - len(rows)
+            if need <= 0:
+                break
+            rows += conn.execute(f"{base} AND {where} ORDER BY id LIMIT ?",
+                                 (now, *compiled.params, bound, need)).fetchall()
+        return [_fact(r) for r in rows]
+
+    def get_internal(self, key: int, now: float) -> StoredFact | None:
+        row = self.reader().execute(
+            f"SELECT {_FACT_COLUMNS} FROM facts WHERE id = ? AND kind IS NOT NULL AND {LIVE}",
+            (key, now)).fetchone()
+        return None if row is None else _fact(row)
+
+    def scan_internal(self, kind: str, predicate: All, limit: int,
+                      now: float) -> list[StoredFact]:
+        compiled = compile_predicate(predicate)
+        rows = self.reader().execute(
+            f"SELECT {_FACT_COLUMNS} FROM facts WHERE kind = ? AND {LIVE} AND ({compiled.sql}) "
+            "ORDER BY seq DESC LIMIT ?", (kind, now, *compiled.params, limit)).fetchall()
+        return [_fact(r) for r in rows]
+
+    def export(self, now: float, *, include_internal: bool) -> Iterator[StoredFact | Edge]:
+        """Every live fact (u64 id order), then every edge, from one consistent snapshot."""
+        kind = "" if include_internal else " AND kind IS NULL"
+        conn = connect(self.db_path, readonly=True) if not self.readonly else self._write_conn
+        try:
+            conn.execute("BEGIN")
+            rows = conn.execute(f"SELECT {_FACT_COLUMNS} FROM facts WHERE {LIVE}{kind}",
+                                (now,)).fetchall()
+            rows.sort(key=lambda r: r[0] & 0xFFFFFFFFFFFFFFFF)
+            yield from map(_fact, rows)
+            del rows
+            for i, src, dst, rel in conn.execute(
+                    "SELECT id, src, dst, relation FROM edges ORDER BY id"):
+                yield Edge(int(i), int(src), int(dst), rel)
+        finally:
+            if conn.in_transaction:
+                conn.execute("COMMIT")
+            if conn is not self._write_conn:
+                conn.close()
+
+    # --- integrity ---------------------------------------------------------------------------
+    def verify(self) -> list[Problem]:
+        from velesmem.store.sqlite.verify import verify
+
+        return verify(self)
+
+    def repair(self, report: Callable[[str], None],
+               embed: Callable[[list[str]], np.ndarray] | None = None) -> list[Problem]:
+        from velesmem.store.sqlite.verify import repair
+
+        return repair(self, report, embed)
+
+
+_FACT_COLUMNS = ("id, content, metadata, kind, confidence, successes, failures, created_at, "
+                 "updated_at, expires_at")
+
+
+def _fact(row: tuple[Any, ...]) -> StoredFact:
+    return StoredFact(int(row[0]), row[1], json.loads(row[2]), row[3], float(row[4]),
+                      int(row[5]), int(row[6]), float(row[7]), float(row[8]),
+                      None if row[9] is None else float(row[9]))
+
+
+def _in_query(conn: sqlite3.Connection, sql: str, keys: list[int],
+              params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    """Run ``sql`` whose ``{}`` is an id list, binding the ids (or one JSON array when many)."""
+    if len(keys) > MAX_BOUND_IDS:
+        return conn.execute(sql.format("SELECT value FROM json_each(?)"),
+                            (json.dumps(keys), *params)).fetchall()
+    return conn.execute(sql.format(",".join("?" * len(keys))), (*keys, *params)).fetchall()
+
+
+def _private_file(path: Path) -> None:
+    if os.name == "posix":
+        try:
+            os.chmod(path, FILE_MODE)
+        except OSError:
+            pass
+
+
+def current_version_readonly(conn: sqlite3.Connection) -> int:
+    try:
+        row = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
+    except sqlite3.OperationalError:
+        return 0
+    return int(row[0] or 0)
+
+
+def _read_provenance(conn: sqlite3.Connection) -> Identity | None:
+    rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN "
+                             "('provenance_model', 'provenance_dimension')").fetchall())
+    if "provenance_model" not in rows:
+        return None
+    return Identity(rows["provenance_model"], int(rows["provenance_dimension"]))
+
+
+def _settle_space(conn: sqlite3.Connection, identity: Identity, directory: Path,
+                  now: float) -> Space:
+    """The serving space for ``identity``: created for a new store, replaced while it holds no
+    vector, refused when another embedder filled the store."""
+    sid = spaces.serving_space_id(conn)
+    space = None if sid is None else spaces.read_space(conn, sid)
+    if space is not None and space.identity == identity:
+        return space
+    recorded = _read_provenance(conn)
+    if (space is not None and recorded is None and not space.identity.model
+            and space.identity.dimension == identity.dimension):
+        # A store from before provenance was recorded: the check degrades to the dimension.
+        conn.execute("UPDATE spaces SET model = ? WHERE id = ?", (identity.model, space.id))
+        return Space(space.id, identity, space.witness)
+    if space is not None and (recorded is not None or spaces.vector_count(conn, space.id)):
+        filled = recorded or space.identity
+        raise EmbedderMismatch(
+            f"store {directory} was filled by embedder {filled.model!r} ({filled.dimension} "
+            f"dims) but the configured embedder is {identity.model!r} ({identity.dimension} "
+            f"dims): set VELESDB_MEMORY_EMBEDDER back to the embedder that filled it, or migrate "
+            f"the store to the new one with `velesdb-memory migrate --to <embedder>` (export it "
+            f"first with `velesdb-memory export --output memories.jsonl`)")
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if space is None:
+            cur = conn.execute("INSERT INTO spaces (model, dimension, state, created_at) "
+                               "VALUES (?, ?, 'serving', ?)",
+                               (identity.model, identity.dimension, now))
+            new_id = int(cur.lastrowid or 1)
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('serving_space', ?)", (str(new_id),))
+        else:
+            new_id = space.id
+            conn.execute("UPDATE spaces SET model = ?, dimension = ?, witness = '[]' "
+                         "WHERE id = ?", (identity.model, identity.dimension, new_id))
+            for path in index_files(directory, new_id):
+                path.unlink(missing_ok=True)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return Space(new_id, identity)
+
+
+__all__ = ["DB_FILE", "SqliteStore", "connect", "current_version"]

@@ -1,0 +1,163 @@
+"""The SQLite text index: FTS5 BM25 over user facts, scored with numpy (``bm25``).
+
+A query becomes its word tokens (FTS5 ``porter unicode61`` tokens, diacritics folded) minus
+English stopwords, rarest first within a postings budget (``bounded_terms``), OR-ed. One very
+common term would make a query's cost grow with the store; its idf is low, so leaving it out
+changes the ranking little. Document frequencies come from an ``fts5vocab`` view of the store's
+index; query words are stemmed by a scratch FTS5 table with the same tokenizer, both in each
+reader connection's ``temp`` schema.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable
+
+import numpy as np
+
+from velesmem.store.sqlite import bm25
+from velesmem.store.text import query_terms
+
+BM25_POSTINGS_BUDGET = 3_000  # most postings one BM25 query scores (rarest terms first)
+DF_REFRESH_WRITES = 1_000  # a cached document frequency is re-read after this many writes
+TERM_CACHE_MAX = 100_000
+FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"  # the store's facts_fts tokenizer
+
+
+def fts_match(terms: list[str]) -> str:
+    return " OR ".join(f'"{t}"' for t in terms)
+
+
+class TermStats:
+    """Per-store caches for the BM25 budget: the stems of query words (exact, kept) and the
+    document frequency of each stem (re-read after DF_REFRESH_WRITES writes).
+
+    Shared by every reader thread. A full cache is replaced by a new empty dict rather than
+    cleared in place, and every reader works on the dicts it read once, so a concurrent trim
+    never pulls an entry from under a query.
+    """
+
+    def __init__(self, seq: Callable[[], int] | None = None) -> None:
+        self._seq = seq
+        self.stems: dict[str, tuple[str, ...]] = {}
+        self.df: dict[str, tuple[int, int]] = {}
+        self._lock = threading.Lock()
+
+    def seq(self) -> int:
+        return self._seq() if self._seq is not None else 0
+
+    def caches(self) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[int, int]]]:
+        """The current (stems, df) dicts, fresh ones when either is over the cap."""
+        with self._lock:
+            if len(self.stems) > TERM_CACHE_MAX:
+                self.stems = {}
+            if len(self.df) > TERM_CACHE_MAX:
+                self.df = {}
+            return self.stems, self.df
+
+
+def bounded_terms(conn: sqlite3.Connection, terms: list[str],
+                  stats: TermStats | None = None) -> list[str]:
+    """The query terms that match something, rarest first, while their summed document
+    frequencies stay within BM25_POSTINGS_BUDGET (the rarest is always kept)."""
+    return [term for term, _ in bounded_stems(conn, terms, stats)]
+
+
+def bounded_stems(conn: sqlite3.Connection, terms: list[str],
+                  stats: TermStats | None = None) -> list[tuple[str, tuple[str, ...]]]:
+    """``bounded_terms`` with each kept term's FTS5 stems."""
+    if not terms:
+        return []
+    stats = stats if stats is not None else TermStats()
+    stems_cache, df_cache = stats.caches()
+    stems = {t: stems_cache[t] for t in terms if t in stems_cache}
+    unknown = [t for t in terms if t not in stems]
+    ready = False
+    if unknown:
+        _ensure_scratch(conn)
+        ready = True
+        conn.execute("INSERT INTO temp.q_fts (q_fts) VALUES ('delete-all')")
+        conn.executemany("INSERT INTO temp.q_fts (rowid, w) VALUES (?, ?)",
+                         list(enumerate(unknown)))
+        found: dict[int, list[str]] = {}
+        for term, doc in conn.execute("SELECT term, doc FROM temp.q_vocab"):
+            found.setdefault(int(doc), []).append(term)
+        for n, word in enumerate(unknown):
+            stems[word] = stems_cache[word] = tuple(found.get(n, ()))
+    seq = stats.seq()
+    costs = []
+    for n, term in enumerate(terms):
+        cost = 0
+        for stem in stems[term]:
+            cached = df_cache.get(stem)
+            if cached is None or seq - cached[1] > DF_REFRESH_WRITES:
+                if not ready:
+                    _ensure_scratch(conn)
+                    ready = True
+                row = conn.execute("SELECT doc FROM temp.facts_vocab WHERE term = ?",
+                                   (stem,)).fetchone()
+                cached = (int(row[0]) if row else 0, seq)
+                df_cache[stem] = cached
+            cost += cached[0]
+        if cost:
+            costs.append((cost, n, term))
+    costs.sort()
+    kept: list[tuple[str, tuple[str, ...]]] = []
+    spent = 0
+    for cost, _, term in costs:
+        if kept and spent + cost > BM25_POSTINGS_BUDGET:
+            break
+        kept.append((term, stems[term]))
+        spent += cost
+    return kept
+
+
+def _ensure_scratch(conn: sqlite3.Connection) -> None:
+    if conn.execute("SELECT 1 FROM temp.sqlite_master WHERE name = 'q_vocab'").fetchone():
+        return
+    conn.execute(f"CREATE VIRTUAL TABLE temp.q_fts USING fts5(w, content='', "
+                 f"tokenize='{FTS_TOKENIZER}')")
+    conn.execute("CREATE VIRTUAL TABLE temp.q_vocab USING fts5vocab(temp, q_fts, 'instance')")
+    conn.execute("CREATE VIRTUAL TABLE temp.facts_vocab USING fts5vocab(main, facts_fts, 'row')")
+
+
+class TextIndex:
+    """BM25 search over the store's ``facts_fts`` (user facts only)."""
+
+    def __init__(self, seq: Callable[[], int], generation: Callable[[], int]) -> None:
+        self.stats = TermStats(seq)
+        self.lengths = bm25.DocLengths()
+        self._generation = generation
+
+    def search(self, conn: sqlite3.Connection, query: str,
+               allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """(rowids ascending, BM25 > 0) of every fact matching the budget-bounded query terms,
+        restricted to ``allowed`` (sorted int64 ids) when given."""
+        kept = bounded_stems(conn, query_terms(query), self.stats)
+        if all(len(stems) == 1 for _, stems in kept):
+            ids, scores = bm25.scores(conn, [stems[0] for _, stems in kept], self.lengths,
+                                      self._generation())
+        else:  # a word FTS5 splits into a phrase: let FTS5 score it
+            ids, scores = _fts5_bm25(conn, [term for term, _ in kept])
+        if allowed is not None and len(ids):
+            keep = member(ids, allowed)
+            ids, scores = ids[keep], scores[keep]
+        return ids, scores
+
+
+def _fts5_bm25(conn: sqlite3.Connection, terms: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    if not terms:
+        return np.zeros(0, np.int64), np.zeros(0, np.float64)
+    rows = conn.execute("SELECT rowid, -bm25(facts_fts) FROM facts_fts WHERE facts_fts MATCH ? "
+                        "ORDER BY rowid", (fts_match(terms),)).fetchall()
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    return ids, np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
+
+
+def member(ids: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """Boolean mask: which ``ids`` are in ``sorted_set`` (ascending int64)."""
+    if not len(sorted_set):
+        return np.zeros(len(ids), dtype=bool)
+    pos = np.minimum(np.searchsorted(sorted_set, ids), len(sorted_set) - 1)
+    return sorted_set[pos] == ids

@@ -156,8 +156,11 @@ class SqliteStore:
                 conn = connect(directory / DB_FILE)
                 _private_file(directory / DB_FILE)
                 migrate(conn, now)
-                serving = None if identity is None else _settle_space(conn, identity, directory,
-                                                                       now)
+                if identity is not None:
+                    serving = _settle_space(conn, identity, directory, now)
+                else:  # maintenance: the space as recorded, settled by no embedder
+                    sid = spaces.serving_space_id(conn)
+                    serving = None if sid is None else spaces.read_space(conn, sid)
             except sqlite3.DatabaseError as exc:
                 raise damaged(directory, exc) from None
             return cls(directory, lock, conn, serving)
@@ -245,9 +248,8 @@ class SqliteStore:
         except (OSError, RuntimeError) as exc:  # a cache: the next open rebuilds it
             log.warning("could not save the FAISS index: %s", exc)
             return
-        try:  # deletions the saved file reflects need no replay any more
-            self._write_conn.execute("DELETE FROM vector_deletes WHERE space = ? AND seq <= ?",
-                                     (self.serving.id, self.index.watermark))
+        try:
+            spaces.prune_deletes(self._write_conn, self.index, self.serving)
         except sqlite3.Error as exc:
             log.warning("could not prune the vector delete log: %s", exc)
 

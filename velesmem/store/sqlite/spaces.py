@@ -3,7 +3,8 @@
 A saved index carries the watermark it reflects: the highest write sequence applied to it.
 Sequence numbers are never reused (``meta.seq_high``), so opening replays exactly what changed
 since, from two index ranges: vectors written after the watermark (``space_vectors.seq``) and
-vectors deleted after it (``vector_deletes``). Then the live count must equal the space's vector
+the delete log (``vector_deletes``), which keeps every deletion the saved file may still hold a
+vector for (a saved index keeps its tombstoned rows). Then the live count must equal the space's vector
 count; if it does not (an index file from another copy of the store, a bug), the whole id set is
 reconciled, and a missing, corrupt or foreign file is rebuilt from SQLite.
 """
@@ -64,7 +65,7 @@ def load_index(conn: sqlite3.Connection, directory: Path, space: Space, progress
         return rebuild(conn, space, progress, cancelled)
     progress.phase = "replaying the vector index"
     added = _replay_adds(conn, index, space, index.watermark)
-    removed = _replay_deletes(conn, index, space, index.watermark)
+    removed = _replay_deletes(conn, index, space, None)
     expected = vector_count(conn, space.id)
     if index.live_count != expected:
         log.warning("the FAISS index of space %d holds %d live vectors, the store %d: "
@@ -87,6 +88,14 @@ def catch_up(conn: sqlite3.Connection, index: VectorIndex, space: Space) -> None
     index.watermark = high
 
 
+def replay(conn: sqlite3.Connection, index: VectorIndex, space: Space) -> None:
+    """Bring a just-loaded saved index up to date: vectors written after its watermark, and
+    every logged deletion (the file may hold tombstoned rows)."""
+    _replay_adds(conn, index, space, index.watermark)
+    _replay_deletes(conn, index, space, None)
+    index.watermark = seq_high(conn)
+
+
 def _replay_adds(conn: sqlite3.Connection, index: VectorIndex, space: Space,
                  watermark: int) -> int:
     rows = conn.execute("SELECT id, vector FROM space_vectors WHERE space = ? AND seq > ? "
@@ -102,11 +111,13 @@ def _replay_adds(conn: sqlite3.Connection, index: VectorIndex, space: Space,
 
 
 def _replay_deletes(conn: sqlite3.Connection, index: VectorIndex, space: Space,
-                    watermark: int) -> int:
+                    watermark: int | None) -> int:
+    """Tombstone the logged deletions (after ``watermark``, or all of them) of ids that have no
+    vector now."""
     gone = [int(i) for (i,) in conn.execute(
         "SELECT DISTINCT d.id FROM vector_deletes d WHERE d.space = ? AND d.seq > ? AND NOT "
         "EXISTS (SELECT 1 FROM space_vectors v WHERE v.space = d.space AND v.id = d.id)",
-        (space.id, watermark))]
+        (space.id, -1 if watermark is None else watermark))]
     if gone:
         index.remove(gone)
     return len(gone)
@@ -153,3 +164,16 @@ def rebuild(conn: sqlite3.Connection, space: Space, progress: WarmProgress,
         progress.done += len(rows)
     log.info("FAISS index of space %d rebuilt from %d vectors", space.id, progress.done)
     return index
+
+
+def prune_deletes(conn: sqlite3.Connection, index: VectorIndex, space: Space) -> None:
+    """After a save: forget the logged deletions the saved file holds no vector for (its
+    watermark covers them, and it will not resurrect them)."""
+    rows = conn.execute("SELECT rowid, id FROM vector_deletes WHERE space = ? AND seq <= ?",
+                        (space.id, index.watermark)).fetchall()
+    if not rows:
+        return
+    ids = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
+    held = np.isin(ids, index.row_ids())
+    drop = [(r[0],) for r, keep in zip(rows, held) if not keep]
+    conn.executemany("DELETE FROM vector_deletes WHERE rowid = ?", drop)

@@ -125,6 +125,11 @@ class VectorIndex:
     def live_count(self) -> int:
         return self._n - self._n_dead + len(self._p_rows)
 
+    def row_ids(self) -> np.ndarray:
+        """The ids of every HNSW row, tombstones included (what a saved file holds)."""
+        with self.lock.read():
+            return self._row_ids[: self._n].copy()
+
     def live_ids(self) -> np.ndarray:
         """The int64 ids of every live vector."""
         with self.lock.read():

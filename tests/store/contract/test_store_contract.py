@@ -1,0 +1,224 @@
+"""What every storage backend promises the services (velesmem/store/protocol.py)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from velesmem.errors import InvalidInput, NotFound
+from velesmem.ids import edge_id, fact_id, to_i64, to_u64
+from velesmem.store import ENTITY_HUB_KIND, Edge, Store, StoredFact
+from velesmem.store.predicates import TRUE, All, Compare
+
+from .conftest import IDENTITY, NOW, vector, write
+
+
+def key(text: str) -> int:
+    return to_i64(fact_id(text))
+
+
+def test_remember_resolves_to_the_key_and_reads_back(store: Store) -> None:
+    assert store.remember(write("alpha fact", metadata='{"p":"x"}')).result() == key("alpha fact")
+    got = store.facts([key("alpha fact")], NOW)
+    fact = got[key("alpha fact")]
+    assert (fact.content, fact.metadata, fact.kind, fact.confidence) == (
+        "alpha fact", {"p": "x"}, None, 0.5)
+    assert store.provenance() == IDENTITY
+    assert store.serving_space().identity == IDENTITY
+
+
+def test_same_key_updates_in_place(store: Store) -> None:
+    store.remember(write("one text", metadata='{"v":1}')).result()
+    store.remember(write("one text", metadata='{"v":2}', now=NOW + 5)).result()
+    assert store.counts(NOW + 5).facts == 1
+    assert store.facts([key("one text")], NOW + 5)[key("one text")].metadata == {"v": 2}
+
+
+def test_links_need_live_targets_and_a_refused_write_changes_nothing(store: Store) -> None:
+    with pytest.raises(NotFound):
+        store.remember(write("dangling", links=((to_i64(12345), "r"),))).result()
+    assert store.facts([key("dangling")], NOW) == {}
+    store.remember(write("target")).result()
+    store.remember(write("source", links=((key("target"), "cites"),))).result()
+    assert store.out_edges(key("source"), NOW, 10) == [(key("target"), "cites")]
+    assert store.in_edges(key("target"), NOW, 10) == [(key("source"), "cites")]
+
+
+def test_relate_is_idempotent_and_checks_both_ends(store: Store) -> None:
+    for t in ("from end", "to end"):
+        store.remember(write(t)).result()
+    a, b = key("from end"), key("to end")
+    first = store.relate(a, b, "depends_on", NOW).result()
+    assert first == to_i64(edge_id(to_u64(a), to_u64(b), "depends_on"))
+    assert store.relate(a, b, "depends_on", NOW).result() == first
+    assert store.counts(NOW).edges == 1
+    with pytest.raises(NotFound):
+        store.relate(a, to_i64(999), "x", NOW).result()
+    assert store.unrelate(a, b, "depends_on").result() == 1
+    assert store.unrelate(a, b, "depends_on").result() == 0
+    assert store.targets(a) == []
+
+
+def test_forget_removes_edges_and_orphan_hubs(store: Store) -> None:
+    store.remember(write("fact about sqlite")).result()
+    hub = to_i64(77)
+    store.put_internal(hub, "Entity: sqlite", "{}", ENTITY_HUB_KIND, NOW).result()
+    store.relate(key("fact about sqlite"), hub, "about", NOW).result()
+    store.relate(hub, key("fact about sqlite"), "mentions", NOW).result()
+    assert store.forget(key("fact about sqlite"), NOW).result() is True
+    assert store.forget(key("fact about sqlite"), NOW).result() is False
+    assert store.get_internal(hub, NOW) is None  # no live fact mentions it any more
+    assert store.counts(NOW) .edges == 0
+    assert store.vector_search(vector(1), 5, None) == []
+
+
+def test_feedback_is_atomic_under_concurrency(store: Store) -> None:
+    store.remember(write("reinforced")).result()
+    k = key("reinforced")
+    threads = [threading.Thread(target=lambda: store.feedback(k, True, NOW).result())
+               for _ in range(3)]
+    threads += [threading.Thread(target=lambda: store.feedback(k, False, NOW).result())
+                for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    fact = store.facts([k], NOW)[k]
+    assert round(fact.confidence, 6) == round(0.5 + 3 * 0.1 - 2 * 0.05, 6)
+    assert (fact.successes, fact.failures) == (3, 2)
+    with pytest.raises(NotFound):
+        store.feedback(to_i64(4242), True, NOW).result()
+
+
+def test_concurrent_remembers_of_one_text_converge(store: Store) -> None:
+    futures = [store.remember(write("the same decision")) for _ in range(20)]
+    assert {f.result() for f in futures} == {key("the same decision")}
+    assert store.counts(NOW).facts == 1
+
+
+def test_ttl_hides_then_purges(store: Store) -> None:
+    store.remember(write("short lived", expires_at=NOW + 10)).result()
+    store.remember(write("permanent")).result()
+    assert store.next_expiry() == NOW + 10
+    assert set(store.facts([key("short lived"), key("permanent")], NOW + 9)) == {
+        key("short lived"), key("permanent")}
+    assert set(store.facts([key("short lived"), key("permanent")], NOW + 10)) == {
+        key("permanent")}
+    assert store.confidences([key("short lived")], NOW + 11) == {}
+    assert store.purge_expired(NOW + 11).result() == 1
+    assert store.next_expiry() is None
+    assert store.counts(NOW + 11).facts == 1
+
+
+def test_predicates_are_type_strict(store: Store) -> None:
+    store.remember(write("numeric", metadata='{"ts":20230601,"ok":true,"n":1.5}')).result()
+    store.remember(write("textual", metadata='{"ts":"20230601","ok":false}')).result()
+    store.remember(write("bare", metadata="{}")).result()
+    k = lambda *ts: sorted(key(t) for t in ts)  # noqa: E731
+
+    def match(*parts: Compare) -> list[int]:
+        return store.matching(All(parts)).tolist()
+
+    assert match(Compare("ts", "number", "=", 20230601)) == k("numeric")
+    assert match(Compare("ts", "text", "=", "20230601")) == k("textual")
+    assert match(Compare("ts", "number", ">=", 20230101)) == k("numeric")
+    assert match(Compare("ts", "number", "!=", 1)) == k("numeric")  # absent never matches
+    assert match(Compare("ok", "true")) == k("numeric")
+    assert match(Compare("n", "number", "<", 2), Compare("ok", "true")) == k("numeric")
+    assert match(Compare("n", "number", ">", 2)) == []
+    assert match(Compare("missing", "null")) == []
+    with pytest.raises(InvalidInput):
+        store.matching(TRUE)
+
+
+def test_text_search_scores_matching_words_and_respects_allowed(store: Store) -> None:
+    store.remember(write("the cache layer broke")).result()
+    store.remember(write("a caching strategy for the disk")).result()
+    store.remember(write("unrelated network note")).result()
+    ids, scores = store.text_search("cache", None)
+    assert set(ids.tolist()) >= {key("the cache layer broke")}
+    assert key("unrelated network note") not in ids.tolist()
+    assert np.all(scores > 0) and list(ids) == sorted(ids)
+    allowed = np.asarray(sorted([key("unrelated network note")]), dtype=np.int64)
+    ids, _ = store.text_search("cache", allowed)
+    assert ids.tolist() == []
+    assert store.text_search("the of and", None)[0].tolist() == []  # stopwords only
+
+
+def test_vector_search_and_similarities(store: Store) -> None:
+    for n in range(20):
+        store.remember(write(f"vector fact {n}", seed=n)).result()
+    top = store.vector_search(vector(7), 3, None)
+    assert top[0][0] == key("vector fact 7") and abs(top[0][1] - 1.0) < 1e-5
+    assert [s for _, s in top] == sorted((s for _, s in top), reverse=True)
+    allowed = np.asarray(sorted([key("vector fact 3"), key("vector fact 4")]), dtype=np.int64)
+    assert {i for i, _ in store.vector_search(vector(7), 5, allowed)} == set(allowed.tolist())
+    sims = store.similarities(vector(7), [key("vector fact 7"), to_i64(1)])
+    assert set(sims) == {key("vector fact 7")} and abs(sims[key("vector fact 7")] - 1) < 1e-5
+
+
+def test_internal_facts_are_apart_and_expire(store: Store) -> None:
+    store.remember(write("user visible")).result()
+    store.put_internal(to_i64(5), "a source", '{"kind_of":"src","n":3}', "ctx_source", NOW,
+                       NOW + 100).result()
+    store.put_internal(to_i64(6), "an event", '{"n":4}', "ctx_source", NOW + 1).result()
+    assert store.counts(NOW).facts == 1
+    assert store.facts([to_i64(5)], NOW) == {}
+    assert store.facts([to_i64(5)], NOW, user_only=False)[to_i64(5)].kind == "ctx_source"
+    newest = store.scan_internal("ctx_source", TRUE, 10, NOW + 2)
+    assert [f.key for f in newest] == [to_i64(6), to_i64(5)]
+    only = store.scan_internal("ctx_source", All((Compare("n", "number", "=", 3),)), 10, NOW)
+    assert [f.key for f in only] == [to_i64(5)]
+    assert store.get_internal(to_i64(5), NOW + 100) is None  # expired
+    with pytest.raises(InvalidInput):
+        store.put_internal(key("user visible"), "x", "{}", "ctx_source", NOW).result()
+    assert store.delete_internal(to_i64(6)).result() is True
+    assert store.delete_internal(to_i64(6)).result() is False
+
+
+def test_page_walks_u64_order_across_the_sign_boundary(store: Store) -> None:
+    texts = [f"paged fact {n}" for n in range(40)]
+    for t in texts:
+        store.remember(write(t)).result()
+    want = sorted(to_u64(key(t)) for t in texts)
+    got: list[int] = []
+    after = None
+    while True:
+        page = store.page(after, 7, TRUE, include_internal=False, now=NOW)
+        if not page:
+            break
+        got += [to_u64(f.key) for f in page]
+        after = got[-1]
+    assert got == want
+    assert any(u >= 1 << 63 for u in want) and any(u < 1 << 63 for u in want)
+
+
+def test_export_is_one_snapshot_of_facts_then_edges(store: Store) -> None:
+    store.remember(write("exported a")).result()
+    store.remember(write("exported b", links=((key("exported a"), "r"),))).result()
+    items = list(store.export(NOW, include_internal=False))
+    facts = [i for i in items if isinstance(i, StoredFact)]
+    edges = [i for i in items if isinstance(i, Edge)]
+    assert items == facts + edges
+    assert [to_u64(f.key) for f in facts] == sorted(to_u64(f.key) for f in facts)
+    assert [(e.src, e.dst, e.relation) for e in edges] == [
+        (key("exported b"), key("exported a"), "r")]
+
+
+def test_everything_acknowledged_survives_a_reopen(open_backend: Callable[[], Store]) -> None:
+    first = open_backend()
+    first.remember(write("durable one", seed=1)).result()
+    first.remember(write("durable two", seed=2, links=((key("durable one"), "r"),))).result()
+    first.forget(key("durable one"), NOW).result()
+    first.remember(write("durable three", seed=3)).result()
+    first.close()
+    again = open_backend()
+    assert set(again.facts([key(t) for t in ("durable one", "durable two", "durable three")],
+                           NOW)) == {key("durable two"), key("durable three")}
+    assert {i for i, _ in again.vector_search(vector(1), 5, None)} == {
+        key("durable two"), key("durable three")}
+    assert again.counts(NOW).edges == 0
+    assert again.verify() == []

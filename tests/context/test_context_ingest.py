@@ -83,6 +83,8 @@ def test_directory(tree) -> None:
 
 def test_missing_file(tree) -> None:
     assert type(error_for(tree, str(tree["root"] / "nope.txt"))) is IngestPath
+    err = error_for(tree, str(tree["root"] / "ok.txt" / "below-a-file.txt"))
+    assert type(err) is IngestPath and "does not exist" in err.message
 
 
 def test_oversized_file_is_refused_before_reading(tree) -> None:

@@ -81,8 +81,8 @@ _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | getattr(o
 # Component-wise openat needs dir_fd support and O_NOFOLLOW (POSIX); elsewhere the canonical path
 # is opened directly.
 _WALK = bool(_NOFOLLOW) and os.open in os.supports_dir_fd
-# A symlink met with O_NOFOLLOW (ELOOP; EMLINK on the BSDs), or a directory turned into a file.
-_SWAPPED = frozenset({errno.ELOOP, errno.EMLINK, errno.ENOTDIR})
+# A symlink met with O_NOFOLLOW: ELOOP (EMLINK on the BSDs).
+_SWAPPED = frozenset({errno.ELOOP, errno.EMLINK})
 
 
 def _open_canonical(canon: Path) -> int:
@@ -111,7 +111,7 @@ def _open_error(where: str, requested: str, exc: OSError) -> IngestPath:
     if exc.errno in _SWAPPED:
         return IngestPath(f"{where} {requested!r} changed while it was being opened (a link or "
                           "directory on its path was replaced); nothing was read, try again")
-    if exc.errno == errno.ENOENT:
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR):  # ENOTDIR: a file where a directory should be
         return IngestPath(f"{where} {requested!r} does not exist")
     if exc.errno == errno.ENXIO:  # a socket, or a device with nothing behind it
         return IngestPath(f"{where} {requested!r} is not a regular file")

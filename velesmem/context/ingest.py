@@ -99,7 +99,12 @@ def _open_canonical(canon: Path) -> int:
     fd = os.open(parts[0], _DIR_FLAGS)
     try:
         for part in parts[1:-1]:
-            child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            try:
+                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except NotADirectoryError:  # Linux answers ENOTDIR, not ELOOP, for a link here
+                if stat.S_ISLNK(os.lstat(part, dir_fd=fd).st_mode):
+                    raise OSError(errno.ELOOP, "a symlink appeared on the path") from None
+                raise
             os.close(fd)
             fd = child
         return os.open(parts[-1], _FILE_FLAGS | _NOFOLLOW, dir_fd=fd)

@@ -23,6 +23,7 @@ from velesmem.limits import (
     MAX_QUERY_BYTES,
     MAX_RECALL_LIMIT,
     MAX_TOKEN_BUDGET,
+    MAX_TTL_SECONDS,
 )
 
 DEFAULT_MEMORY_SCOPE_K = 5
@@ -312,7 +313,8 @@ def parse_policy(value: object) -> CompilePolicy:
         disabled.add(rule)
     ttl: dict[str, int | None] = {}
     for key in ("source_ttl_seconds", "event_ttl_seconds"):
-        ttl[key] = None if obj.get(key) is None else parse_int(obj[key], f"policy.{key}", lo=1)
+        ttl[key] = None if obj.get(key) is None else parse_int(obj[key], f"policy.{key}", lo=1,
+                                                              hi=MAX_TTL_SECONDS)
     return CompilePolicy(
         disabled_rules=frozenset(disabled),
         ids_as_strings=parse_bool(obj.get("ids_as_strings", False), "policy.ids_as_strings"),

@@ -340,9 +340,14 @@ class MemoryService:
         )
 
     # --- internal scaffolding ----------------------------------------------------------------
-    def put_internal(self, id: int, content: str, metadata: dict, *, kind: str) -> int:
-        """Upsert an internal fact (no embedding; invisible to recall and default listing)."""
+    def put_internal(self, id: int, content: str, metadata: dict, *, kind: str,
+                     ttl_seconds: int | None = None) -> int:
+        """Upsert an internal fact (no embedding; invisible to recall and default listing).
+
+        ``ttl_seconds`` sets a real expiry, like remember's: past it the fact is invisible and
+        purged. Without it the fact is permanent (an upsert drops an earlier expiry)."""
         fid = parse_id(id, "id")
+        ttl = validate.ttl(ttl_seconds, None)
         text = validate.text(content, "content", limits.MAX_INTERNAL_BYTES, allow_empty=True)
         kind = validate.text(kind, "kind", limits.MAX_FIELD_NAME_BYTES)
         if not isinstance(metadata, dict):
@@ -354,18 +359,19 @@ class MemoryService:
         if len(meta_json.encode("utf-8", "surrogatepass")) > limits.MAX_INTERNAL_BYTES:
             raise InvalidInput(f"metadata is over the {limits.MAX_INTERNAL_BYTES}-byte cap")
         now = self._purge_due()
-        return self.store.writer.submit(
-            writes.put_internal(self.store, fid, text, meta_json, kind, now))
+        return self.store.writer.submit(writes.put_internal(
+            self.store, fid, text, meta_json, kind, now, None if ttl is None else now + ttl))
 
     def get_internal(self, id: int) -> InternalFact | None:
         """The internal fact with this id, or None."""
         fid = parse_id(id, "id")
+        now = self._purge_due()
         row = self.store.reader().execute(
-            "SELECT content, metadata, kind, updated_at FROM facts WHERE id = ? AND kind IS NOT "
-            "NULL", (to_i64(fid),)).fetchone()
+            "SELECT content, metadata, kind, updated_at, expires_at FROM facts WHERE id = ? AND "
+            f"kind IS NOT NULL AND {LIVE}", (to_i64(fid), now)).fetchone()
         if row is None:
             return None
-        return InternalFact(fid, row[0], json.loads(row[1]), row[2], float(row[3]))
+        return InternalFact(fid, row[0], json.loads(row[1]), row[2], float(row[3]), row[4])
 
     def scan_internal(self, kind: str, *, where: dict | None = None,
                       limit: int) -> tuple[list[InternalFact], bool]:
@@ -375,11 +381,13 @@ class MemoryService:
         limit = validate.count(limit, "limit", default=limits.DEFAULT_LIST_LIMIT, low=1,
                                high=limits.MAX_SCAN_INTERNAL)
         cond = mfilters.exact(where, allow_reserved=True, where="where")
+        now = self._purge_due()
         rows = self.store.reader().execute(
-            f"SELECT id, content, metadata, kind, updated_at FROM facts WHERE kind = ? AND "
-            f"({cond.sql}) ORDER BY seq DESC LIMIT ?", (kind, *cond.params, limit + 1)).fetchall()
-        facts = [InternalFact(to_u64(i), c, json.loads(m), k, float(u))
-                 for i, c, m, k, u in rows[:limit]]
+            f"SELECT id, content, metadata, kind, updated_at, expires_at FROM facts WHERE kind = ? "
+            f"AND {LIVE} AND ({cond.sql}) ORDER BY seq DESC LIMIT ?",
+            (kind, now, *cond.params, limit + 1)).fetchall()
+        facts = [InternalFact(to_u64(i), c, json.loads(m), k, float(u), e)
+                 for i, c, m, k, u, e in rows[:limit]]
         return facts, len(rows) > limit
 
     def delete_internal(self, id: int) -> bool:

@@ -219,7 +219,9 @@ def feedback(fid: int, success: bool, now: float):
 
 
 def put_internal(store: Store, fid: int, content: str, metadata_json: str, kind: str,
-                 now: float):
+                 now: float, expires_at: float | None = None):
+    """Upsert an internal fact; ``expires_at`` (None: permanent) replaces the stored expiry."""
+
     def job(conn: sqlite3.Connection) -> Outcome[int]:
         key = to_i64(fid)
         row = conn.execute("SELECT kind FROM facts WHERE id = ?", (key,)).fetchone()
@@ -227,12 +229,15 @@ def put_internal(store: Store, fid: int, content: str, metadata_json: str, kind:
             raise InvalidInput(f"id {fid} belongs to a user fact, not internal scaffolding")
         conn.execute(
             "INSERT INTO facts (id, content, metadata, kind, seq, created_at, updated_at, "
-            "expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, NULL) ON CONFLICT(id) DO UPDATE SET "
+            "expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
             "content = excluded.content, metadata = excluded.metadata, kind = excluded.kind, "
-            "seq = excluded.seq, updated_at = excluded.updated_at",
-            (key, content, metadata_json, kind, store.next_seq(), now, now))
+            "seq = excluded.seq, updated_at = excluded.updated_at, "
+            "expires_at = excluded.expires_at",
+            (key, content, metadata_json, kind, store.next_seq(), now, now, expires_at))
         index_fact(conn, key)
-        return Outcome(fid)
+        if expires_at is None:
+            return Outcome(fid)
+        return Outcome(fid, lambda: store.note_expiry(expires_at))
 
     return job
 

@@ -141,6 +141,14 @@ async def test_domain_errors_are_json_rpc_invalid_params(server, tmp_path: Path)
         assert info.value.error.code == -32602
 
 
+async def test_huge_handle_is_invalid_input(server) -> None:
+    async with Client(server) as client:
+        with pytest.raises(MCPError) as info:
+            await client.call_tool("retrieve_context_source", {"handle": "ctx://source/" + "9" * 4301})
+    assert info.value.error.code == -32602
+    assert "at most 20 digits" in info.value.error.message
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

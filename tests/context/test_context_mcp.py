@@ -80,6 +80,7 @@ async def test_every_compiler_tool_round_trips(server, ingest_root: Path) -> Non
     async with Client(server) as client:
         out = await call(client, "compile_context", request)
         assert out["content"] == "" and out["risk"] == "high"
+        assert out["warnings"][0].startswith("nothing fit token_budget 1: the content is empty")
         media_handle = next(h["handle"] for h in out["retrieval_handles"] if "fragment_id" in h
                             and h["fragment_id"] == out["decisions"][0]["fragment_id"])
         source = await call(client, "retrieve_context_source", {"handle": media_handle})

@@ -3,6 +3,7 @@ MemoryService, and one HTTPS round trip through the real daemon subprocess."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
 import socket
@@ -169,8 +170,14 @@ async def test_one_https_round_trip_through_the_daemon(tmp_path: Path) -> None:
 
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("VELESDB_MEMORY_")}
+    root = tmp_path / "ingest"
+    root.mkdir()
+    fifo = root / "pipe.log"
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(fifo)
     env.update(HOME=str(tmp_path), VELESDB_MEMORY_PATH=str(tmp_path / "store"),
-               VELESDB_MEMORY_TLS_DIR=str(tmp_path / "tls"), VELESDB_MEMORY_HTTP_BIND=f"127.0.0.1:{port}")
+               VELESDB_MEMORY_TLS_DIR=str(tmp_path / "tls"), VELESDB_MEMORY_HTTP_BIND=f"127.0.0.1:{port}",
+               VELESDB_MEMORY_INGEST_ROOTS=str(root))
     log = tmp_path / "daemon.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "velesmem", "--http"], env=env, stdout=out,
@@ -196,9 +203,13 @@ async def test_one_https_round_trip_through_the_daemon(tmp_path: Path) -> None:
                 "fragments": [{"content": "", "media": {"mime": "image/png", "bytes_b64": png}}]})
             handle = out["retrieval_handles"][0]["handle"]
             assert (await call(client, "retrieve_context_source", {"handle": handle}))["media"]["bytes_b64"] == png
+            if fifo.exists():  # a FIFO in an ingest root is refused at once, never waited on
+                with pytest.raises(MCPError, match="not a regular file"):
+                    await asyncio.wait_for(client.call_tool("compile_context", {
+                        "query": "q", "token_budget": 100, "fragments": [{"path": str(fifo)}]}), 20)
     finally:
         proc.terminate()
-        proc.wait(30)
+        proc.wait(30)  # SIGTERM still stops it
 
 
 def test_a_bad_ingest_root_refuses_to_build_the_server(tmp_path: Path) -> None:

@@ -76,3 +76,9 @@ def test_compile_transcript_at_a_tiny_budget_warns_that_nothing_fit() -> None:
 def test_a_packed_compile_has_no_nothing_fit_warning() -> None:
     out = ContextService().compile_context(request(["short"], budget=100))
     assert out["content"] == "short" and nothing_fit_warnings(out) == []
+
+
+def test_the_nothing_fit_warning_comes_first() -> None:
+    out = ContextService().compile_context(request(["too long to fit"], budget=0, memory_scope={"k": 1}))
+    assert out["warnings"][0].startswith(NOTHING_FIT)
+    assert any("memory_scope ignored" in w for w in out["warnings"][1:])

@@ -230,7 +230,7 @@ def _assemble(
     nothing_fit = None
     if not content and candidates:
         nothing_fit = _nothing_fit(request.token_budget, candidates, texts, lost)
-        warnings.append(nothing_fit.warning)
+        warnings.insert(0, nothing_fit.warning)  # first: the one thing to read before using it
     elif lost:
         warnings.append(
             f"{lost} preserve-classified fragment(s) did not fit the budget (risk high): raise "

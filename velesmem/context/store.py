@@ -103,10 +103,12 @@ class MemoryContextStore:
         ttl = ttl_seconds
         if existing is not None and existing.kind == KIND_SOURCE:
             now = self.now()
-            ttl = _lifetime(ttl_seconds, existing.expires_at, now)
             same = existing.content == source.content and existing.metadata == meta
-            if same and (existing.expires_at is None or (ttl is not None and now + ttl <= existing.expires_at)):
+            covered = existing.expires_at is None or (
+                ttl_seconds is not None and now + ttl_seconds <= existing.expires_at)
+            if same and covered:
                 return  # already stored, same bytes, living at least as long: skip the write
+            ttl = _lifetime(ttl_seconds, existing.expires_at, now)
         # The TTL is the fact's real expiry: past it the store hides and purges the source.
         self.memory.put_internal(fid, source.content, meta, kind=KIND_SOURCE, ttl_seconds=ttl)
 

@@ -6,8 +6,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from velesmem.errors import InvalidInput
 from velesmem.context.model import parse_u64
+from velesmem.errors import InvalidInput
 from velesmem.limits import MAX_CONTEXT_NAME_BYTES, MAX_WORKING_CONTEXT_BYTES
 
 LIST_FIELDS = (

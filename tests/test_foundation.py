@@ -63,3 +63,14 @@ def test_settings_refuse_bad_values_with_the_variable_name(name: str, raw: str) 
 def test_every_setting_is_a_settings_field() -> None:
     fields = set(Settings.__dataclass_fields__)
     assert {s.attr for s in SETTINGS} == fields
+
+
+def test_a_huge_decimal_id_is_invalid_input_not_a_crash() -> None:
+    from velesmem.errors import InvalidInput
+    from velesmem.ids import parse_id
+
+    with pytest.raises(InvalidInput, match="4400-digit number, outside the u64 range"):
+        parse_id("9" * 4400)
+    assert parse_id("0" * 30 + "42") == 42  # leading zeros are only zeros
+    with pytest.raises(InvalidInput, match="outside the u64 range"):
+        parse_id(str(1 << 64))

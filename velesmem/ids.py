@@ -16,6 +16,7 @@ FNV_PRIME = 0x100000001B3
 U64_MASK = 0xFFFFFFFFFFFFFFFF
 U64_MAX = U64_MASK
 _I64_SIGN = 1 << 63
+U64_DIGITS = len(str(U64_MAX))  # 20
 
 ENTITY_HUB_PREFIX = "\0_veles_entity_hub\0"
 WORKING_CONTEXT_PREFIX = "veles-ctx-working:"
@@ -79,7 +80,11 @@ def parse_id(value: object, field: str = "id") -> int:
     elif isinstance(value, str):
         s = value.strip()
         if not s.isdigit() or not s.isascii():
-            raise InvalidInput(f"{field} must be a decimal string of digits, got {value!r}")
+            shown = value if len(value) <= 40 else value[:37] + "..."
+            raise InvalidInput(f"{field} must be a decimal string of digits, got {shown!r}")
+        if len(s.lstrip("0")) > U64_DIGITS:  # before int(): Python refuses 4,300+ digits itself
+            raise InvalidInput(f"{field} is a {len(s)}-digit number, outside the u64 range "
+                               "[0, 2^64-1]")
         n = int(s)
     else:
         raise InvalidInput(

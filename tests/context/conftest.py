@@ -7,17 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from context_helpers import Clock
 from velesmem.config import Settings
-
-
-class Clock:
-    """A clock the test moves by hand (TTL expiry without sleeping)."""
-
-    def __init__(self, now: float = 1_800_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture

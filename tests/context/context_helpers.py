@@ -10,6 +10,16 @@ from velesmem.context.media import png_bytes
 from velesmem.context.service import ContextService
 
 
+class Clock:
+    """A clock the test moves by hand (TTL expiry without sleeping)."""
+
+    def __init__(self, now: float = 1_800_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def request(fragments: list[Any], budget: int = 1000, query: str = "canary deploy", **extra: Any) -> dict[str, Any]:
     """A compile request; plain strings become {"content": s}."""
     frags = [{"content": f} if isinstance(f, str) else f for f in fragments]

@@ -114,6 +114,27 @@ def test_not_found_for_an_unknown_handle_and_an_unknown_fragment_id() -> None:
         service.explain(request(["x"]), "42", 3)
 
 
+HUGE_DIGITS = "9" * 4301  # past Python's int-conversion limit (4300 digits)
+
+
+def test_huge_ids_are_invalid_input_everywhere_and_never_echoed_whole() -> None:
+    service = ContextService(InMemoryContextStore())
+    calls = (
+        lambda: service.retrieve("ctx://source/" + HUGE_DIGITS),
+        lambda: service.compile_context(request([{"content": "x", "id": HUGE_DIGITS}])),
+        lambda: service.explain(request(["x"]), HUGE_DIGITS),
+        lambda: service.save_working("p", "s", {"decisions": [{"text": "t", "fragment_id": HUGE_DIGITS}]}),
+        lambda: service.retrieve("ctx://source/x" + HUGE_DIGITS),
+    )
+    for call in calls:
+        with pytest.raises(InvalidInput) as info:
+            call()
+        assert len(info.value.message) < 300
+    assert service.load_working("p", "s")["found"] is False  # nothing was saved
+    with pytest.raises(NotFound):  # leading zeros still name a u64
+        service.retrieve("ctx://source/" + "0" * 30 + "7")
+
+
 def test_ingest_disabled_without_roots() -> None:
     with pytest.raises(IngestDisabled):
         compile_([{"path": "/etc/hostname"}])

@@ -37,3 +37,23 @@ def test_jsonl_stdin_gives_fragments_and_json_output() -> None:
 def test_a_bad_fragment_exits_1_with_the_message() -> None:
     proc = run(json.dumps({"content": "x", "media": {"mime": "image/png", "bytes_b64": "!!"}}), "--budget", "5")
     assert proc.returncode == 1 and "not valid base64" in proc.stderr
+
+
+def test_compile_cli_says_when_nothing_fits_and_exits_1() -> None:
+    text = "first paragraph about the canary, long enough not to fit\n\nsecond paragraph"
+    proc = run(text, "--budget", "3")
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert "nothing fit --budget 3" in proc.stderr and "offline compile stores no sources" in proc.stderr
+    assert "retrieve_context_source" not in proc.stderr  # nothing offline could resolve a handle
+    need = int(proc.stderr.split("rerun with --budget ")[1].split(" ")[0])
+    assert run(text, "--budget", str(need - 1)).returncode == 1
+    fits = run(text, "--budget", str(need))
+    assert fits.returncode == 0 and fits.stdout.startswith("first paragraph") and fits.stderr == ""
+
+
+def test_compile_cli_json_reports_nothing_fit_in_the_result_and_exits_0() -> None:
+    proc = run("one fragment that cannot fit in two tokens", "--budget", "2", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["content"] == "" and out["warnings"][0].startswith("nothing fit token_budget 2")
+    assert "nothing fit --budget 2" in proc.stderr

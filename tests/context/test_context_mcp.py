@@ -3,6 +3,7 @@ MemoryService, and one HTTPS round trip through the real daemon subprocess."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
 import socket
@@ -80,6 +81,7 @@ async def test_every_compiler_tool_round_trips(server, ingest_root: Path) -> Non
     async with Client(server) as client:
         out = await call(client, "compile_context", request)
         assert out["content"] == "" and out["risk"] == "high"
+        assert out["warnings"][0].startswith("nothing fit token_budget 1: the content is empty")
         media_handle = next(h["handle"] for h in out["retrieval_handles"] if "fragment_id" in h
                             and h["fragment_id"] == out["decisions"][0]["fragment_id"])
         source = await call(client, "retrieve_context_source", {"handle": media_handle})
@@ -141,6 +143,14 @@ async def test_domain_errors_are_json_rpc_invalid_params(server, tmp_path: Path)
         assert info.value.error.code == -32602
 
 
+async def test_huge_handle_is_invalid_input(server) -> None:
+    async with Client(server) as client:
+        with pytest.raises(MCPError) as info:
+            await client.call_tool("retrieve_context_source", {"handle": "ctx://source/" + "9" * 4301})
+    assert info.value.error.code == -32602
+    assert "at most 20 digits" in info.value.error.message
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -160,8 +170,14 @@ async def test_one_https_round_trip_through_the_daemon(tmp_path: Path) -> None:
 
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("VELESDB_MEMORY_")}
+    root = tmp_path / "ingest"
+    root.mkdir()
+    fifo = root / "pipe.log"
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(fifo)
     env.update(HOME=str(tmp_path), VELESDB_MEMORY_PATH=str(tmp_path / "store"),
-               VELESDB_MEMORY_TLS_DIR=str(tmp_path / "tls"), VELESDB_MEMORY_HTTP_BIND=f"127.0.0.1:{port}")
+               VELESDB_MEMORY_TLS_DIR=str(tmp_path / "tls"), VELESDB_MEMORY_HTTP_BIND=f"127.0.0.1:{port}",
+               VELESDB_MEMORY_INGEST_ROOTS=str(root))
     log = tmp_path / "daemon.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "velesmem", "--http"], env=env, stdout=out,
@@ -187,9 +203,13 @@ async def test_one_https_round_trip_through_the_daemon(tmp_path: Path) -> None:
                 "fragments": [{"content": "", "media": {"mime": "image/png", "bytes_b64": png}}]})
             handle = out["retrieval_handles"][0]["handle"]
             assert (await call(client, "retrieve_context_source", {"handle": handle}))["media"]["bytes_b64"] == png
+            if fifo.exists():  # a FIFO in an ingest root is refused at once, never waited on
+                with pytest.raises(MCPError, match="not a regular file"):
+                    await asyncio.wait_for(client.call_tool("compile_context", {
+                        "query": "q", "token_budget": 100, "fragments": [{"path": str(fifo)}]}), 20)
     finally:
         proc.terminate()
-        proc.wait(30)
+        proc.wait(30)  # SIGTERM still stops it
 
 
 def test_a_bad_ingest_root_refuses_to_start(tmp_path: Path) -> None:

@@ -1,7 +1,9 @@
 """``velesdb-memory compile --budget N [--query Q]``: compile stdin offline, without the store.
 
 Stdin is either JSONL (every non-blank line a ContextFragment object) or one plain-text
-fragment. Prints the compiled content (``--json``: the whole compile_context result).
+fragment. Prints the compiled content (``--json``: the whole compile_context result). When
+nothing fits the budget it says so on stderr, with the budget that would, and exits 1 (0 with
+``--json``, whose result is complete).
 """
 
 from __future__ import annotations
@@ -71,13 +73,27 @@ def run_compile(args: argparse.Namespace) -> int:
         except ValueError:
             raise InvalidInput("--policy must be a JSON object") from None
     roots = IngestRoots.from_settings(Settings.from_env().ingest_roots)
-    result = ContextService(store=None, roots=roots).compile_context(request)
+    compilation = ContextService(store=None, roots=roots).compile(request)
+    result = compilation.to_dict()
     if args.json:
         sys.stdout.write(json.dumps(result, ensure_ascii=False, indent=2) + "\n")
     else:
         sys.stdout.write(result["content"])
         if result["content"] and not result["content"].endswith("\n"):
             sys.stdout.write("\n")
+    empty = compilation.nothing_fit
     for warning in result["warnings"]:
-        print(f"velesdb-memory compile: warning: {warning}", file=sys.stderr)
-    return 0
+        if empty is None or warning != empty.warning:
+            print(f"velesdb-memory compile: warning: {warning}", file=sys.stderr)
+    if empty is None:
+        return 0
+    # Offline there is no store: the handles the compiler set everything aside behind resolve
+    # nowhere, so say so and give the budget that works instead.
+    print(
+        f"velesdb-memory compile: nothing fit --budget {args.budget}: all {empty.fragments} "
+        f"fragment(s) ({empty.tokens} tokens) were set aside, and an offline compile stores no "
+        f"sources to retrieve them from; rerun with --budget {empty.min_budget} or more to get "
+        "content (--json lists every decision)",
+        file=sys.stderr,
+    )
+    return 0 if args.json else 1

@@ -19,7 +19,7 @@ from velesmem.context.items import Item
 from velesmem.context.logs import collapse
 from velesmem.context.memory_bridge import pull_memories
 from velesmem.context.model import CompileRequest
-from velesmem.context.pack import pack
+from velesmem.context.pack import min_budget, pack
 from velesmem.context.relevance import terms
 from velesmem.context.relevance import relevance as lexical_relevance
 from velesmem.context.supersede import supersede_screenshots
@@ -38,6 +38,16 @@ class FusedRecaller(Protocol):
                      graph_boost: float = 0.15) -> Any: ...
 
 
+@dataclass(frozen=True)
+class NothingFit:
+    """Why a compile's content is empty although it had fragments: all were set aside."""
+
+    fragments: int  # candidates left after dedup and supersession, none packed
+    tokens: int  # their original estimate
+    min_budget: int  # the smallest token_budget that packs at least one of them
+    warning: str  # the sentence added to the result's warnings
+
+
 @dataclass
 class Compilation:
     """One compile's result (ids as integers) plus the items, for storing sources and explaining."""
@@ -45,6 +55,7 @@ class Compilation:
     result: dict[str, Any]
     items: list[Item]
     request: CompileRequest
+    nothing_fit: NothingFit | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The wire shape, with ids rewritten to strings under ``policy.ids_as_strings``."""
@@ -215,7 +226,12 @@ def _assemble(
     decisions = [_decision(item) for item in items]
     risk = max((d["risk"] for d in decisions), key=RISK_ORDER.index, default="low")
     lost = sum(1 for it, d in zip(items, decisions) if it.critical and d["rule_id"] == "budget.externalize")
-    if lost:
+    candidates = [it for it in items if it.dropped_rule is None]
+    nothing_fit = None
+    if not content and candidates:
+        nothing_fit = _nothing_fit(request.token_budget, candidates, texts, lost)
+        warnings.insert(0, nothing_fit.warning)  # first: the one thing to read before using it
+    elif lost:
         warnings.append(
             f"{lost} preserve-classified fragment(s) did not fit the budget (risk high): raise "
             "token_budget or fetch them with retrieve_context_source"
@@ -275,4 +291,18 @@ def _assemble(
         "risk": risk,
         "warnings": warnings,
     }
-    return Compilation(result, items, request)
+    return Compilation(result, items, request, nothing_fit)
+
+
+def _nothing_fit(budget: int, candidates: list[Item], texts: dict[int, str], critical: int) -> NothingFit:
+    """Say that the content is empty, why, and the two ways to get it back."""
+    need = min(min_budget(it, texts[it.order]) for it in candidates)
+    tokens = sum(it.tokens for it in candidates)
+    warning = (
+        f"nothing fit token_budget {budget}: the content is empty and all {len(candidates)} fragment(s) "
+        f"({tokens} tokens) were set aside behind their retrieval handles"
+        + (f", {critical} of them preserve-classified (risk high)" if critical else "")
+        + f"; a token_budget of {need} or more packs at least one, and retrieve_context_source "
+        "returns each one's exact content (retrieval_handles lists them)"
+    )
+    return NothingFit(len(candidates), tokens, need, warning)

@@ -23,6 +23,7 @@ from velesmem.limits import (
     MAX_QUERY_BYTES,
     MAX_RECALL_LIMIT,
     MAX_TOKEN_BUDGET,
+    MAX_TTL_SECONDS,
 )
 
 DEFAULT_MEMORY_SCOPE_K = 5
@@ -169,6 +170,29 @@ def parse_int(value: object, where: str, *, lo: int | None = None, hi: int | Non
     return value
 
 
+U64_DIGITS = len(str(2**64 - 1))
+ECHO_CHARS = 80  # how much of a refused string an error message quotes
+
+
+def echo(value: str) -> str:
+    """``value`` quoted for an error message, cut to ECHO_CHARS (a refused input can be huge)."""
+    return repr(value if len(value) <= ECHO_CHARS else value[:ECHO_CHARS] + "…")
+
+
+def parse_u64(value: object, where: str) -> int:
+    """A u64 id as a number or decimal string; a digit string too long for any u64 is refused
+    before conversion (Python itself refuses to convert more than 4300 digits)."""
+    if isinstance(value, str):
+        digits = value.strip().lstrip("0") or "0"
+        if len(digits) > U64_DIGITS:
+            raise InvalidInput(
+                f"{where} must be a u64 (at most {U64_DIGITS} digits), got {len(value)} characters: {echo(value)}"
+            )
+        if digits.isdigit() and digits.isascii():
+            value = digits
+    return parse_id(value, where)
+
+
 def parse_float(value: object, where: str) -> float:
     """A number slot: a JSON number, or a string holding one."""
     raw = value
@@ -220,7 +244,7 @@ def parse_fragment(value: object, index: int) -> FragmentIn:
     where = f"fragments[{index}]"
     obj = _obj(value, where)
     _no_unknown(obj, _FRAGMENT_FIELDS, where)
-    frag_id = None if obj.get("id") is None else parse_id(obj["id"], f"{where}.id")
+    frag_id = None if obj.get("id") is None else parse_u64(obj["id"], f"{where}.id")
     content = None if obj.get("content") is None else parse_str(obj["content"], f"{where}.content")
     path = None if obj.get("path") is None else parse_str(obj["path"], f"{where}.path")
     kind = None
@@ -312,7 +336,8 @@ def parse_policy(value: object) -> CompilePolicy:
         disabled.add(rule)
     ttl: dict[str, int | None] = {}
     for key in ("source_ttl_seconds", "event_ttl_seconds"):
-        ttl[key] = None if obj.get(key) is None else parse_int(obj[key], f"policy.{key}", lo=1)
+        ttl[key] = None if obj.get(key) is None else parse_int(obj[key], f"policy.{key}", lo=1,
+                                                              hi=MAX_TTL_SECONDS)
     return CompilePolicy(
         disabled_rules=frozenset(disabled),
         ids_as_strings=parse_bool(obj.get("ids_as_strings", False), "policy.ids_as_strings"),

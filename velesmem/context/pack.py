@@ -61,3 +61,9 @@ def pack(items: list[Item], budget: int, texts: dict[int, str]) -> None:
             item.packed_chunks = best
             item.packed_tokens = best_tokens
             remaining -= best_cost
+
+
+def min_budget(item: Item, text: str) -> int:
+    """The smallest token_budget under which this item packs (at least its first chunk) alone."""
+    first = item.chunks[0]
+    return first.tokens + _edge_extra(text, 0, first.end)

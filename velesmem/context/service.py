@@ -10,12 +10,12 @@ from typing import Any
 from velesmem.context.budgets import suggest_budget as _suggest_budget
 from velesmem.context.compiler import Compilation, FusedRecaller, compile_request, stringify_ids
 from velesmem.context.ingest import IngestBudget, IngestRoots, read_path
-from velesmem.context.model import parse_bool, parse_compile_request, parse_int, parse_str
+from velesmem.context.model import echo, parse_bool, parse_compile_request, parse_int, parse_str, parse_u64
 from velesmem.context.store import ContextStore, StoredSource
 from velesmem.context.transcript import FORMATS, segment_transcript, segments_to_fragments
 from velesmem.context.working import check_name, normalize_working
 from velesmem.errors import InvalidInput, NotFound
-from velesmem.ids import SOURCE_HANDLE_PREFIX, parse_id
+from velesmem.ids import SOURCE_HANDLE_PREFIX
 from velesmem.limits import (
     DEFAULT_MIN_SEGMENT_BYTES,
     MAX_FRAGMENT_BYTES,
@@ -144,7 +144,7 @@ class ContextService:
                 raise InvalidInput(f"fragment_index {idx} is out of range: request has {n} fragment(s)")
             found = next(d for d in decisions if d["fragment_index"] == idx)
         else:
-            fid = parse_id(fragment_id, "fragment_id")
+            fid = parse_u64(fragment_id, "fragment_id")
             found = next((d for d in decisions if d["fragment_id"] == fid), None)
             if found is None:
                 raise NotFound(f"no fragment with fragment_id {fid} in this request")
@@ -155,8 +155,8 @@ class ContextService:
         text = parse_str(handle, "handle").strip()
         digits = text.removeprefix(SOURCE_HANDLE_PREFIX)
         if not text.startswith(SOURCE_HANDLE_PREFIX) or not digits.isdigit() or not digits.isascii():
-            raise InvalidInput(f"handle must look like ctx://source/<decimal hash>, got {handle!r}")
-        content_hash = parse_id(digits, "handle")
+            raise InvalidInput(f"handle must look like ctx://source/<decimal hash>, got {echo(text)}")
+        content_hash = parse_u64(digits, "handle hash")
         source = self.store.get_source(content_hash) if self.store is not None else None
         if source is None:
             raise NotFound(f"no stored source for {text} (never compiled here, expired, or forgotten)")

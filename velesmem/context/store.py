@@ -8,6 +8,7 @@ offline CLI, benchmarks). Internal ids are namespaced so they never collide with
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 import time
@@ -42,7 +43,11 @@ class SessionEntry:
 
 
 class ContextStore(Protocol):
-    """Persistence the compiler tools need; every method is safe to call from several threads."""
+    """Persistence the compiler tools need; every method is safe to call from several threads.
+
+    A ``ttl_seconds`` is a real expiry (None: permanent): once it passes, the source or event is
+    gone, not just hidden. A source stored again keeps the longer of its two lifetimes.
+    """
 
     def now(self) -> float: ...
     def put_source(self, content_hash: int, source: StoredSource, ttl_seconds: int | None) -> None: ...
@@ -64,9 +69,13 @@ def working_index_id(project: str) -> int:
     return fnv1a64(f"veles-ctx-working-index:{project}".encode("utf-8"))
 
 
-def _expired(meta: dict[str, Any], now: float) -> bool:
-    expires = meta.get("expires_at")
-    return isinstance(expires, (int, float)) and expires <= now
+def _lifetime(ttl_seconds: int | None, expires_at: float | None, now: float) -> int | None:
+    """The TTL to store a source with when it may already be stored until ``expires_at``: the
+    longer lifetime wins (None is permanent), so one caller's short TTL never cuts short a
+    source another compile asked to keep."""
+    if ttl_seconds is None or expires_at is None:
+        return None
+    return max(ttl_seconds, math.ceil(expires_at - now))
 
 
 def _add_session(index: list[SessionEntry], session: str, saved_at: int) -> list[SessionEntry]:
@@ -90,20 +99,22 @@ class MemoryContextStore:
         if source.media_b64 is not None:
             meta["media_mime"] = source.media_mime
             meta["media_b64"] = source.media_b64
-        if ttl_seconds is not None:
-            meta["expires_at"] = int(self.now()) + ttl_seconds
         existing = self.memory.get_internal(fid)
-        if existing is not None and existing.content == source.content and existing.metadata == meta:
-            return  # already stored, same bytes: skip the write
-        self.memory.put_internal(fid, source.content, meta, kind=KIND_SOURCE)
+        ttl = ttl_seconds
+        if existing is not None and existing.kind == KIND_SOURCE:
+            now = self.now()
+            same = existing.content == source.content and existing.metadata == meta
+            covered = existing.expires_at is None or (
+                ttl_seconds is not None and now + ttl_seconds <= existing.expires_at)
+            if same and covered:
+                return  # already stored, same bytes, living at least as long: skip the write
+            ttl = _lifetime(ttl_seconds, existing.expires_at, now)
+        # The TTL is the fact's real expiry: past it the store hides and purges the source.
+        self.memory.put_internal(fid, source.content, meta, kind=KIND_SOURCE, ttl_seconds=ttl)
 
     def get_source(self, content_hash: int) -> StoredSource | None:
-        fid = source_fact_id(content_hash)
-        fact = self.memory.get_internal(fid)
+        fact = self.memory.get_internal(source_fact_id(content_hash))  # None once expired
         if fact is None or fact.kind != KIND_SOURCE:
-            return None
-        if _expired(fact.metadata, self.now()):
-            self.memory.delete_internal(fid)
             return None
         return StoredSource(fact.content, fact.metadata.get("media_mime"), fact.metadata.get("media_b64"))
 
@@ -111,17 +122,14 @@ class MemoryContextStore:
         meta = dict(event)
         if project is not None:
             meta["project"] = project
-        if ttl_seconds is not None:
-            meta["expires_at"] = int(self.now()) + ttl_seconds
         # Events need a unique id, not a content-derived one: two identical compiles are two events.
         fid = fnv1a64(b"veles-ctx-event:" + os.urandom(16) + str(time.time_ns()).encode())
-        self.memory.put_internal(fid, "", meta, kind=KIND_EVENT)
+        self.memory.put_internal(fid, "", meta, kind=KIND_EVENT, ttl_seconds=ttl_seconds)
 
     def events(self, project: str | None) -> tuple[list[dict[str, Any]], bool]:
         where = {"project": project} if project is not None else None
         facts, truncated = self.memory.scan_internal(KIND_EVENT, where=where, limit=MAX_SAVINGS_EVENTS)
-        now = self.now()
-        return [f.metadata for f in facts if not _expired(f.metadata, now)], truncated
+        return [f.metadata for f in facts], truncated
 
     def put_working(self, project: str, session: str, working: dict[str, Any]) -> tuple[int, int]:
         fid = working_context_id(project, session)
@@ -164,7 +172,7 @@ class InMemoryContextStore:
         self._clock = clock
         self._lock = threading.Lock()
         self._sources: dict[int, tuple[StoredSource, float | None]] = {}
-        self._events: list[dict[str, Any]] = []
+        self._events: list[tuple[dict[str, Any], float | None]] = []  # newest first, with expiry
         self._working: dict[tuple[str, str], dict[str, Any]] = {}
         self._index: dict[str, list[SessionEntry]] = {}
 
@@ -172,35 +180,41 @@ class InMemoryContextStore:
         return self._clock()
 
     def put_source(self, content_hash: int, source: StoredSource, ttl_seconds: int | None) -> None:
-        expires = None if ttl_seconds is None else self.now() + ttl_seconds
+        now = self.now()
         with self._lock:
-            self._sources[content_hash] = (source, expires)
+            entry = self._live_source(content_hash, now)
+            ttl = ttl_seconds if entry is None else _lifetime(ttl_seconds, entry[1], now)
+            self._sources[content_hash] = (source, None if ttl is None else now + ttl)
 
     def get_source(self, content_hash: int) -> StoredSource | None:
         with self._lock:
-            entry = self._sources.get(content_hash)
-            if entry is None:
-                return None
-            if entry[1] is not None and entry[1] <= self.now():
-                del self._sources[content_hash]
-                return None
-            return entry[0]
+            entry = self._live_source(content_hash, self.now())
+            return None if entry is None else entry[0]
+
+    def _live_source(self, content_hash: int, now: float) -> tuple[StoredSource, float | None] | None:
+        entry = self._sources.get(content_hash)
+        if entry is not None and entry[1] is not None and entry[1] <= now:
+            del self._sources[content_hash]  # expired: purged
+            return None
+        return entry
 
     def record_event(self, project: str | None, event: dict[str, Any], ttl_seconds: int | None) -> None:
         meta = dict(event)
         if project is not None:
             meta["project"] = project
-        if ttl_seconds is not None:
-            meta["expires_at"] = self.now() + ttl_seconds
-        with self._lock:
-            self._events.insert(0, meta)
-
-    def events(self, project: str | None) -> tuple[list[dict[str, Any]], bool]:
         now = self.now()
         with self._lock:
-            hits = [e for e in self._events if project is None or e.get("project") == project]
-        hits = [e for e in hits if not _expired(e, now)]
+            self._purge_events(now)
+            self._events.insert(0, (meta, None if ttl_seconds is None else now + ttl_seconds))
+
+    def events(self, project: str | None) -> tuple[list[dict[str, Any]], bool]:
+        with self._lock:
+            self._purge_events(self.now())
+            hits = [e for e, _ in self._events if project is None or e.get("project") == project]
         return hits[:MAX_SAVINGS_EVENTS], len(hits) > MAX_SAVINGS_EVENTS
+
+    def _purge_events(self, now: float) -> None:
+        self._events = [(e, exp) for e, exp in self._events if exp is None or exp > now]
 
     def put_working(self, project: str, session: str, working: dict[str, Any]) -> tuple[int, int]:
         saved_at = int(self.now())

@@ -6,8 +6,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from velesmem.context.model import parse_u64
 from velesmem.errors import InvalidInput
-from velesmem.ids import parse_id
 from velesmem.limits import MAX_CONTEXT_NAME_BYTES, MAX_WORKING_CONTEXT_BYTES
 
 LIST_FIELDS = (
@@ -38,7 +38,7 @@ def _ids_to_strings(value: Any, where: str) -> Any:
         out: dict[str, Any] = {}
         for key, v in value.items():
             if key in ID_KEYS and v is not None:
-                out[key] = str(parse_id(v, f"{where}.{key}"))
+                out[key] = str(parse_u64(v, f"{where}.{key}"))
             else:
                 out[key] = _ids_to_strings(v, f"{where}.{key}")
         return out

@@ -208,6 +208,7 @@ class InternalFact:
     metadata: dict[str, Any]
     kind: str
     updated_at: float
+    expires_at: float | None = None  # epoch seconds; None: permanent
 
     @property
     def id_str(self) -> str:

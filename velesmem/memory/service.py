@@ -396,7 +396,7 @@ class MemoryService:
 
 def _internal(fact: StoredFact) -> InternalFact:
     return InternalFact(to_u64(fact.key), fact.content, fact.metadata, fact.kind or "",
-                        fact.updated_at)
+                        fact.updated_at, fact.expires_at)
 
 
 def _contains(sorted_keys: np.ndarray, key: int) -> bool:

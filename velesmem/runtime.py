@@ -91,10 +91,15 @@ def configure_logging(level: str | int = logging.INFO) -> None:
         root.addHandler(handler)
         root.setLevel(level)
         root.propagate = False
-        for name in ("fastmcp", "mcp"):
-            other = logging.getLogger(name)
-            if not any(h.get_name() == _HANDLER_NAME for h in other.handlers):
-                other.addHandler(handler)
+        # FastMCP brings its own multi-line (Rich) handlers: the daemon log gets plain lines.
+        fastmcp = logging.getLogger("fastmcp")
+        fastmcp.handlers = [handler]
+        fastmcp.propagate = False
+        fastmcp.setLevel(logging.WARNING)
+        sdk = logging.getLogger("mcp")  # the SDK logs every request at INFO
+        sdk.addHandler(handler)
+        sdk.setLevel(logging.WARNING)
+        sdk.propagate = False
 
 
 class Runtime:

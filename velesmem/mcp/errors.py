@@ -23,6 +23,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from velesmem.errors import Category, VelesmemError
 
+log = logging.getLogger("velesmem.mcp")
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
@@ -119,7 +120,10 @@ class ErrorMappingMiddleware(Middleware):
             raise
         except Exception as exc:
             name = context.message.name
-            raise mcp_error_for(exc, name, await _params_of(context, name)) from exc
+            error = mcp_error_for(exc, name, await _params_of(context, name))
+            if error.error.code == INTERNAL_ERROR:  # our fault: one line, traceback at DEBUG
+                log.error("tool %s failed: %s", name, error.error.message, exc_info=exc)
+            raise error from exc
 
 
 async def _params_of(context: MiddlewareContext[Any], name: str) -> list[str]:
@@ -134,17 +138,15 @@ async def _params_of(context: MiddlewareContext[Any], name: str) -> list[str]:
 
 
 class _ExpectedToolErrors(logging.Filter):
-    """Keep caller mistakes (InvalidInput/NotFound raised by a tool) out of the error log.
+    """Drop FastMCP's own record of a failing tool (a multi-line traceback).
 
-    FastMCP logs every failing tool with a traceback; a bad id or an oversized fact is an answer
-    to the caller, not a server fault. Internal errors and crashes are still logged in full.
+    A bad id or an oversized fact is an answer to the caller, not a server fault, and is not
+    logged at all; an internal error is logged once, in one line with the tool's name, by
+    ``ErrorMappingMiddleware`` (its traceback only at DEBUG).
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
-        exc = record.exc_info[1] if record.exc_info else None
-        if isinstance(exc, VelesmemError) and exc.category is not Category.INTERNAL:
-            return False
-        return True
+        return not (record.exc_info and record.getMessage().startswith("Error calling tool"))
 
 
 _FILTER = _ExpectedToolErrors()

@@ -1,0 +1,160 @@
+"""The Runtime: lifecycle states, bounded waiting while warming, the TTL sweeper, logging."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from velesmem import runtime as runtime_module
+from velesmem.config import Settings
+from velesmem.embed import HashEmbedder
+from velesmem.errors import Internal, Warming
+from velesmem.runtime import Runtime, State, configure_logging
+
+
+class SlowToWarm(HashEmbedder):
+    """The hash embedder behind a model load the test releases by hand."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+        self.started = threading.Event()
+
+    def warm(self) -> None:
+        self.started.set()
+        self.release.wait(30)
+
+
+def _wait(condition, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.01)
+
+
+def test_states_from_starting_to_closed(tmp_path: Path) -> None:
+    embedder = SlowToWarm()
+    rt = Runtime.open(Settings(path=tmp_path), embedder=embedder, start=False)
+    assert rt.state is State.STARTING and rt.health()["status"] == "starting"
+    rt.start()
+    assert embedder.started.wait(5)
+    health = rt.health()
+    assert (rt.state, health["status"], health["warming"]["phase"]) == (
+        State.WARMING, "ok", "loading the embedding model")
+    assert health["store"] == str(tmp_path.resolve())
+    embedder.release.set()
+    _wait(lambda: rt.state is State.READY)
+    rt.drain()
+    assert rt.health()["status"] == "draining"
+    rt.close()
+    assert rt.state is State.CLOSED
+
+
+def test_a_call_that_needs_vectors_waits_boundedly_then_is_told_why(tmp_path: Path,
+                                                                   monkeypatch) -> None:
+    monkeypatch.setattr(runtime_module, "WARMING_WAIT_S", 0.3)
+    embedder = SlowToWarm()
+    with Runtime.open(Settings(path=tmp_path), embedder=embedder) as rt:
+        assert embedder.started.wait(5)
+        started = time.monotonic()
+        with pytest.raises(Warming, match="still warming: loading the embedding model"):
+            asyncio.run(rt.ready())
+        assert 0.25 < time.monotonic() - started < 5
+        # what needs no vectors is served meanwhile
+        assert rt.memory.list_memories().memories == []
+        embedder.release.set()
+        asyncio.run(rt.ready())
+        assert rt.state is State.READY
+
+
+def test_the_sweeper_purges_expired_facts_in_the_background(tmp_path: Path) -> None:
+    with Runtime.open(Settings(path=tmp_path)) as rt:
+        rt.wait_ready_sync(30)
+        rt.memory.remember("short lived", ttl_seconds=1)
+        rt.memory.remember("permanent")
+        conn = rt.store.reader()
+        count = lambda: conn.execute("SELECT count(*) FROM facts").fetchone()[0]  # noqa: E731
+        assert count() == 2
+        _wait(lambda: count() == 1, 15)
+        assert [m.content for m in rt.memory.list_memories().memories] == ["permanent"]
+
+
+def test_reads_never_write(tmp_path: Path) -> None:
+    class Frozen:
+        now = 1_780_000_000.0
+
+        def __call__(self) -> float:
+            return self.now
+
+    clock = Frozen()
+    with Runtime.open(Settings(path=tmp_path), clock=clock) as rt:
+        rt.wait_ready_sync(30)
+        rt.memory.remember("expires soon", ttl_seconds=5)
+        seq = rt.store.seq
+        clock.now += 10
+        assert rt.memory.recall("expires soon").memories == []
+        assert rt.memory.list_memories().memories == []
+        rt.memory.memory_status()
+        assert rt.store.seq == seq  # nothing was written by the reads
+
+
+def test_logging_is_one_line_per_record_and_tracebacks_only_at_debug() -> None:
+    configure_logging()
+    root = logging.getLogger("velesmem")
+    handler = next(h for h in root.handlers if h.get_name() == "velesmem-stderr")
+    stream = io.StringIO()
+    old = handler.setStream(stream)
+    try:
+        log = logging.getLogger("velesmem.store.sqlite.writer")
+        try:
+            raise OSError("disk full")
+        except OSError:
+            log.exception("a store write batch failed to commit (3 calls)")
+        first = stream.getvalue()
+        assert first == ("[velesdb-memory] a store write batch failed to commit (3 calls) "
+                         "(OSError: disk full)\n")
+        root.setLevel(logging.DEBUG)
+        try:
+            raise OSError("disk full")
+        except OSError:
+            log.exception("again")
+        assert "Traceback (most recent call last)" in stream.getvalue()[len(first):]
+    finally:
+        root.setLevel(logging.INFO)
+        handler.setStream(old)
+
+
+def test_an_internal_tool_error_is_logged_once_with_the_tool_name(tmp_path: Path,
+                                                                   caplog) -> None:
+    from fastmcp import Client
+    from mcp import MCPError
+
+    from velesmem.mcp.app import AppContext
+    from velesmem.mcp.server import build_server
+
+    rt = Runtime.open(Settings(path=tmp_path))
+    rt.wait_ready_sync(30)
+    server = build_server(AppContext(rt))
+
+    async def call() -> str:
+        async with Client(server) as client:
+            rt.store.close()  # the store goes away under the server: an internal fault
+            with pytest.raises(MCPError) as caught:
+                await client.call_tool("list_memories", {})
+            return str(caught.value)
+
+    with caplog.at_level(logging.ERROR):
+        message = asyncio.run(call())
+    rt.close()
+    assert "the store is closed" in message
+    ours = [r for r in caplog.records if r.name == "velesmem.mcp"]
+    assert [r.getMessage() for r in ours] == [
+        "tool list_memories failed: the store is closed"]
+    assert not [r for r in caplog.records if r.getMessage().startswith("Error calling tool")]

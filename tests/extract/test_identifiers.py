@@ -1,4 +1,4 @@
-"""The offline identifier finder: what each kind takes and refuses, canonical forms, the idf floor."""
+"""The offline identifier finder: what each kind takes and refuses, canonical forms, idf floor."""
 
 from __future__ import annotations
 
@@ -124,7 +124,8 @@ NEGATIVE = [
 
 
 @pytest.mark.parametrize(("text", "expected"), POSITIVE)
-def test_identifiers_are_found_and_canonicalised(text: str, expected: list[tuple[str, str]]) -> None:
+def test_identifiers_are_found_and_canonicalised(text: str,
+                                                 expected: list[tuple[str, str]]) -> None:
     assert found(text) == expected
 
 
@@ -150,7 +151,8 @@ def test_the_same_identifier_written_differently_gets_one_canonical_name(forms: 
 
 def test_each_identifier_appears_once_first_occurrence_first_with_its_surface() -> None:
     out = find_identifiers("PR #42 fixes EPIC-317; later pr#42 again and EPIC-317")
-    assert out == [Identifier("issue", "#42", "PR #42"), Identifier("ticket", "epic-317", "EPIC-317")]
+    assert out == [Identifier("issue", "#42", "PR #42"),
+                   Identifier("ticket", "epic-317", "EPIC-317")]
 
 
 def test_a_claimed_stretch_is_not_matched_again() -> None:

@@ -117,7 +117,8 @@ def test_5xx_answers_are_retried_with_a_doubling_pause_then_succeed(chat_server:
 def test_5xx_answers_beyond_the_attempts_fail_as_transient(chat_server: ChatServer) -> None:
     chat_server.script(*[Step(502, {"error": "bad gateway"})] * 5)
     with _make(OllamaExtractor, chat_server.url, max_attempts=3) as extractor:
-        with pytest.raises(ExtractionFailed, match="failed 3 time.*HTTP 502.*bad gateway") as failed:
+        with pytest.raises(ExtractionFailed, match="failed 3 time.*HTTP 502.*bad gateway") as \
+                failed:
             extractor.extract("passage")
     assert failed.value.transient is True
     assert len(chat_server.requests) == 3

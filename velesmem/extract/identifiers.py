@@ -120,8 +120,9 @@ _RUST_PATH_RE = re.compile(r"(?<![\w:])[A-Za-z_]\w*+(?:::[A-Za-z_]\w*+)++(?:\(\)
 _DOTTED_RE = re.compile(r"(?<![\w.@])[A-Za-z_]\w*+(?:\.[A-Za-z_]\w*+)++(?:\(\))?+(?![\w-]|\.\w)")
 _DUNDER_RE = re.compile(r"(?<![\w.])__[A-Za-z]\w*?__(?!\w)")
 _SNAKE_RE = re.compile(r"(?<![\w.])(?=\w*_)\w++(?!-|\.\w)")
-_CAMEL_RE = re.compile(r"(?<![\w.-])(?=[A-Za-z0-9]*?(?:[a-z][A-Z]|[0-9][A-Z][a-z]|[A-Z]{2}[a-z]{2}))"
-                       r"[A-Za-z][A-Za-z0-9]*+(?![\w-]|\.\w)")
+_CAMEL_RE = re.compile(
+    r"(?<![\w.-])(?=[A-Za-z0-9]*?(?:[a-z][A-Z]|[0-9][A-Z][a-z]|[A-Z]{2}[a-z]{2}))"
+    r"[A-Za-z][A-Za-z0-9]*+(?![\w-]|\.\w)")
 _BACKTICK_RE = re.compile(r"`([A-Za-z_][\w-]*+)`")
 _TRAILING_PUNCT = ".,;:!?'\"*_"
 _CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}

@@ -89,8 +89,8 @@ def parse_json_value(raw: str) -> JsonValue:
         value = json.loads(raw, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as exc:
         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc) or "too deep"
-        raise InvalidInput(f"attribute value is not JSON ({reason}); quote strings: \"like this\"") \
-            from None
+        raise InvalidInput(f"attribute value is not JSON ({reason}); quote strings: "
+                           '"like this"') from None
     dumps_value(value)  # lone surrogates inside strings are refused here
     return value
 

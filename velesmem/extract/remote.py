@@ -79,10 +79,9 @@ class ChatExtractor:
         headers = {"Accept": "application/json"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        self._client = httpx.Client(
-            headers=headers, follow_redirects=False,
-            timeout=httpx.Timeout(self.timeout,
-                                  connect=min(self.timeout, limits.EXTRACTOR_CONNECT_TIMEOUT_SECONDS)))
+        connect = min(self.timeout, limits.EXTRACTOR_CONNECT_TIMEOUT_SECONDS)
+        self._client = httpx.Client(headers=headers, follow_redirects=False,
+                                    timeout=httpx.Timeout(self.timeout, connect=connect))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(endpoint={self.endpoint!r}, model={self.model!r})"

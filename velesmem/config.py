@@ -21,6 +21,9 @@ FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
 
 RECALL_MODES = ("hybrid", "vector")
 BACKENDS = ("sqlite", "postgres")
+EXTRACTORS = ("outline", "ollama", "openai")  # velesmem.extract.BACKENDS, in step (a test)
+REMOTE_EXTRACTORS = ("ollama", "openai")
+AUTOGRAPH_MODES = ("off", "identifiers", "extractor")
 
 
 def _home() -> Path:
@@ -86,6 +89,25 @@ def _parse_recall_mode(name: str, raw: str) -> str:
     return mode
 
 
+def _parse_extractor(name: str, raw: str) -> str | None:
+    choice = raw.strip().lower()
+    if not choice:
+        return None
+    if choice not in EXTRACTORS:
+        raise Internal(f"{name}={raw!r}: expected one of {', '.join(EXTRACTORS)} (or unset it)")
+    return choice
+
+
+def _parse_autograph(name: str, raw: str) -> str | None:
+    mode = raw.strip().lower()
+    if not mode:
+        return None
+    if mode not in AUTOGRAPH_MODES:
+        raise Internal(f"{name}={raw!r}: expected one of {', '.join(AUTOGRAPH_MODES)} "
+                       "(or unset it for the default)")
+    return mode
+
+
 def _parse_roots(name: str, raw: str) -> tuple[str, ...]:
     return tuple(part for part in raw.split(os.pathsep) if part.strip())
 
@@ -140,6 +162,20 @@ SETTINGS: tuple[Setting, ...] = (
             "Ollama server for the 'ollama' embedder."),
     Setting("ollama_model", "OLLAMA_MODEL", _parse_str, lambda: "all-minilm",
             "Ollama embedding model for the 'ollama' embedder."),
+    Setting("extractor", "EXTRACTOR", _parse_extractor, lambda: None,
+            "Default remember_extracted backend: outline, ollama or openai. Unset: calls name one."),
+    Setting("extractor_url", "EXTRACTOR_URL", _parse_str, lambda: "http://localhost:11434",
+            "Server of the ollama/openai extractor (an OpenAI-compatible base, /v1 optional)."),
+    Setting("extractor_model", "EXTRACTOR_MODEL", _parse_str, lambda: "",
+            "Generative model of the ollama/openai extractor; required by both."),
+    Setting("extractor_api_key", "EXTRACTOR_API_KEY", _parse_str, lambda: "",
+            "Bearer key sent to the extractor server (openai; optional for ollama). Never logged."),
+    Setting("extractor_timeout", "EXTRACTOR_TIMEOUT", _parse_positive_int,
+            lambda: limits.DEFAULT_EXTRACTOR_TIMEOUT_SECONDS,
+            "Seconds one extractor model call may take. Default 300."),
+    Setting("autograph", "AUTOGRAPH", _parse_autograph, lambda: None,
+            "Graph built from every remember: off, identifiers or extractor. Default identifiers "
+            "(extractor when EXTRACTOR is ollama or openai)."),
 )
 
 
@@ -162,6 +198,12 @@ class Settings:
     ingest_roots: tuple[str, ...] = ()
     ollama_url: str = "http://localhost:11434"
     ollama_model: str = "all-minilm"
+    extractor: str | None = None
+    extractor_url: str = "http://localhost:11434"
+    extractor_model: str = ""
+    extractor_api_key: str = field(default="", repr=False)  # a secret: kept out of repr/logs
+    extractor_timeout: int = limits.DEFAULT_EXTRACTOR_TIMEOUT_SECONDS
+    autograph: str | None = None  # None: the default (see velesmem.extract.autograph_mode)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

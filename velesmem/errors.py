@@ -5,12 +5,15 @@
     │   ├── IngestDisabled       path fragment while VELESDB_MEMORY_INGEST_ROOTS is unset
     │   ├── IngestOutsideRoots   path resolves outside every allowed root
     │   ├── IngestPath           not a regular, readable, UTF-8 file within the caps
-    │   └── ContextOverLimit     a compile request exceeds a per-request cap
+    │   ├── ContextOverLimit     a compile request exceeds a per-request cap
+    │   └── InvalidDirective     a malformed edge:/attr:/fact: line in text to extract from
     ├── NotFound             a missing id                                          (-32602)
     └── Internal             store fault, misconfiguration, a tool that crashed    (-32603)
         ├── StoreLocked          another process owns the store directory
         ├── EmbedderMismatch     the store was filled by another embedder
-        └── Warming              the call needs what is still loading (model, vector index)
+        ├── Warming              the call needs what is still loading (model, vector index)
+        └── ExtractionFailed     a remote extractor gave no usable extraction (unreachable,
+                                 timed out, HTTP error, malformed or truncated reply)
 
 Services raise these where the problem is known; the MCP layer maps ``category`` to a
 JSON-RPC code in exactly one place (``velesmem.mcp.errors``).
@@ -83,3 +86,25 @@ class EmbedderMismatch(Internal):
 
 class Warming(Internal):
     """The call needs the embedding model or the vector index, which are still loading."""
+
+
+class InvalidDirective(InvalidInput):
+    """A line starting with ``edge:``, ``attr:`` or ``fact:`` is malformed; ``line`` is 1-based."""
+
+    def __init__(self, line: int, reason: str) -> None:
+        super().__init__(f"line {line}: {reason}")
+        self.line = line
+        self.reason = reason
+
+
+class ExtractionFailed(Internal):
+    """A remote extractor produced no usable extraction; nothing was extracted.
+
+    ``transient`` is True when trying again later may succeed (the server was unreachable, timed
+    out or kept answering 5xx) and False when it will not (a refused request, a malformed or
+    truncated reply).
+    """
+
+    def __init__(self, message: str, *, transient: bool) -> None:
+        super().__init__(message)
+        self.transient = transient

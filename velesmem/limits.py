@@ -65,3 +65,25 @@ DEFAULT_HTTP_MAX_BODY_BYTES = MAX_REQUEST_MEDIA_B64_BYTES + 16 * MIB
 HTTP_SESSION_IDLE_SECONDS = 30 * 60
 LEAF_CERT_DAYS = 30
 CA_CERT_YEARS = 10
+
+# --- extraction ---------------------------------------------------------------------------
+MAX_ENTITY_NAME_BYTES = MAX_RELATION_BYTES  # a topic, subject, object or attr entity
+MAX_PREDICATE_BYTES = MAX_RELATION_BYTES  # an edge: predicate becomes a relation label
+MAX_ATTR_KEY_BYTES = MAX_FIELD_NAME_BYTES
+MAX_ATTR_VALUE_BYTES = MAX_METADATA_BYTES  # one attr: value, serialized
+MAX_TOPICS_PER_FACT = MAX_LINKS_PER_FACT  # each topic costs the fact two edges
+EXTRACTOR_CHUNK_BYTES = 6 * KIB  # passage slice sent to a remote model in one call
+EXTRACTOR_NUM_CTX = 8192  # Ollama context window asked for: prompt + slice + reply fit in it
+EXTRACTOR_NUM_PREDICT = 4096  # Ollama reply cap in tokens; a reply cut by it fails the job
+MAX_EXTRACTOR_REPLY_BYTES = 4 * MIB  # a larger HTTP reply body is refused unread
+DEFAULT_EXTRACTOR_TIMEOUT_SECONDS = 300  # one model call (VELESDB_MEMORY_EXTRACTOR_TIMEOUT)
+EXTRACTOR_CONNECT_TIMEOUT_SECONDS = 10
+EXTRACTOR_MAX_ATTEMPTS = 3  # per model call; connection drops, 429 and 5xx are retried
+EXTRACTOR_RETRY_BACKOFF_SECONDS = 0.5  # before the 2nd attempt, doubled for each later one
+MAX_EXTRACTOR_ERROR_CHARS = 300  # of a server's error body quoted in a failure reason
+# Identifier hubs (the offline autograph): an identifier whose idf = ln(n/df)/ln(n) over the
+# store's n facts falls below the floor is too common to connect anything; below
+# IDENTIFIER_IDF_MIN_FACTS facts every identifier gets its hub (idf means little there).
+MAX_IDENTIFIER_BYTES = MAX_ENTITY_NAME_BYTES
+MIN_IDENTIFIER_IDF = 0.3
+IDENTIFIER_IDF_MIN_FACTS = 100

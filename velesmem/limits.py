@@ -87,3 +87,10 @@ MAX_EXTRACTOR_ERROR_CHARS = 300  # of a server's error body quoted in a failure 
 MAX_IDENTIFIER_BYTES = MAX_ENTITY_NAME_BYTES
 MIN_IDENTIFIER_IDF = 0.3
 IDENTIFIER_IDF_MIN_FACTS = 100
+
+# --- the entity graph ---------------------------------------------------------------------
+MAX_ENTITY_RELATIONS = 64  # resolved relations per direction answered by entity
+MAX_ENTITY_SCAN_EDGES = 4096  # raw edges scanned per direction to find them
+MAX_PENDING_EXTRACTIONS = 64  # non-terminal remember_extracted jobs admitted
+MAX_IDEMPOTENCY_KEY_BYTES = 256
+AUTOGRAPH_QUEUE_MAX = 4096  # facts waiting for autograph; beyond it they are dropped, counted

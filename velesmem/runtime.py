@@ -109,6 +109,10 @@ class Runtime:
                  clock: Callable[[], float], roots: IngestRoots) -> None:
         from velesmem.context.service import ContextService
         from velesmem.context.store import MemoryContextStore
+        from velesmem.extract import AUTOGRAPH_EXTRACTOR, autograph_mode
+        from velesmem.extract import load as load_extractor
+        from velesmem.extract.autograph import Autograph
+        from velesmem.extract.jobs import ExtractionService
         from velesmem.memory.service import MemoryService
         from velesmem.store import WarmProgress
 
@@ -133,6 +137,12 @@ class Runtime:
         self.memory.runtime = self
         self.context: ContextService = ContextService(MemoryContextStore(self.memory), roots,
                                                       self.memory)
+        self.extraction = ExtractionService(store, embedder, settings, clock, self.memory.today)
+        mode = autograph_mode(settings)
+        extractor = load_extractor(None, settings) if mode == AUTOGRAPH_EXTRACTOR else None
+        self.autograph = Autograph(store, mode, clock, extractor)
+        self.memory.on_remembered = self.autograph.offer
+        self.memory.extraction_status = self._extraction_status
 
     # --- lifecycle ---------------------------------------------------------------------------
     @classmethod
@@ -166,6 +176,9 @@ class Runtime:
         self.state = State.WARMING
         self._spawn("velesmem-warm", self._warm)
         self._spawn("velesmem-sweep", self._sweep_loop)
+        self._spawn("velesmem-extract", self._extract_loop)
+        if self.autograph.active:
+            self._spawn("velesmem-autograph", self._autograph_loop)
 
     def _spawn(self, name: str, target: Callable[[], None]) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)
@@ -263,6 +276,8 @@ class Runtime:
             self._closed = True
         self.state = State.DRAINING
         self._stop.set()
+        self.autograph.stop()
+        self.extraction.wake.set()
         with self._sweep_wake:
             self._sweep_wake.notify_all()
         for thread in self._threads:
@@ -290,6 +305,35 @@ class Runtime:
         event loop: no thread waits for the store's writer."""
         future = await self.run(submit, *args, **kwargs)
         return await asyncio.wrap_future(future)
+
+    # --- extraction and autograph ------------------------------------------------------------
+    def _extraction_status(self) -> dict[str, Any]:
+        return {"configured": self.settings.extractor is not None,
+                "autograph_active": self.autograph.active and self.state is not State.CLOSED,
+                "autograph_dropped": self.autograph.dropped}
+
+    def _extract_loop(self) -> None:
+        """Run extraction jobs once ready: those recovered from before a restart, then each one
+        accepted (woken at once, or every second)."""
+        while not self._ready.wait(0.1):
+            if self._stop.is_set():
+                return
+        while not self._stop.is_set():
+            self.extraction.wake.clear()
+            try:
+                self.extraction.run_pending(self._stop)
+            except VelesmemError as exc:
+                if not self._stop.is_set():
+                    log.error("the extraction worker failed: %s", exc.message)
+            except Exception:
+                log.exception("the extraction worker failed")
+            self.extraction.wake.wait(1.0)
+
+    def _autograph_loop(self) -> None:
+        while not self._ready.wait(0.1):
+            if self._stop.is_set():
+                return
+        self.autograph.run(self._stop)
 
     # --- the TTL sweeper ---------------------------------------------------------------------
     def _sweep_once(self) -> None:

@@ -27,6 +27,8 @@ import numpy as np
 from velesmem.store.predicates import Predicate
 
 ENTITY_HUB_KIND = "entity_hub"
+HUB_NAME_KEY = "_veles_entity"  # a hub's canonical name, in its (reserved) metadata
+HUB_SOURCE_KEY = "_veles_source"  # what made the hub: "entity" or an identifier kind
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,50 @@ class FactWrite:
     now: float
     expires_at: float | None
     links: tuple[tuple[int, str], ...] = ()  # (target key, relation)
+
+
+@dataclass(frozen=True)
+class HubWrite:
+    """An entity hub to upsert: internal fact ``key`` named ``name`` (content
+    ``Entity: <name>``), with ``attributes`` merged into its metadata (later values win)."""
+
+    key: int
+    name: str
+    source: str = "entity"  # what made it: entity (an extraction) or an identifier kind
+    attributes: tuple[tuple[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class GraphWrite:
+    """One atomic change to the graph: user facts (with vectors), entity hubs, and edges
+    (src, dst, relation) — an edge whose end no longer exists is skipped, not an error."""
+
+    now: float
+    facts: tuple[FactWrite, ...] = ()
+    hubs: tuple[HubWrite, ...] = ()
+    edges: tuple[tuple[int, int, str], ...] = ()
+
+
+JOB_STATES = ("accepted", "running", "committed", "failed")
+TERMINAL_STATES = ("committed", "failed")
+
+
+@dataclass(frozen=True)
+class Job:
+    """A durable background job. ``payload`` (the request) and ``output`` (e.g. a model's
+    extraction, persisted before any memory write) are dropped when the job ends; ``result``
+    and ``error`` stay, with the ``fingerprint`` that makes retries idempotent."""
+
+    id: str
+    kind: str
+    state: str
+    fingerprint: str
+    created_at: float
+    updated_at: float
+    payload: dict[str, Any] | None = None
+    output: str | None = None
+    result: dict[str, Any] | None = None
+    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -162,6 +208,30 @@ class Store(Protocol):
                      expires_at: float | None = None) -> Future[int]: ...
 
     def delete_internal(self, key: int) -> Future[bool]: ...
+
+    def write_graph(self, graph: GraphWrite, *, job: str | None = None,
+                    result: dict[str, Any] | None = None) -> Future[list[int]]:
+        """Apply ``graph`` in one transaction (resolves to the keys of its facts); with ``job``
+        that job becomes committed with ``result`` in the same transaction."""
+
+    # --- durable jobs ------------------------------------------------------------------------
+    def create_job(self, job: Job, *, max_pending: int) -> Future[tuple[Job, bool]]:
+        """Record ``job`` unless its id exists: resolves to (the stored job, created). Refused
+        (InvalidInput) when ``max_pending`` jobs of its kind are not terminal yet."""
+
+    def update_job(self, job_id: str, now: float, *, state: str | None = None,
+                   output: str | None = None, result: dict[str, Any] | None = None,
+                   error: str | None = None) -> Future[Job]:
+        """Change a job; reaching a terminal state drops its payload and output."""
+
+    def get_job(self, job_id: str) -> Job | None: ...
+
+    def pending_jobs(self, kind: str, limit: int) -> list[Job]:
+        """Non-terminal jobs of ``kind``, oldest first (running ones first: resumed)."""
+
+    def claim_job(self, kind: str, now: float) -> Future[Job | None]:
+        """Atomically move the oldest accepted job of ``kind`` to running (None: none left).
+        With several daemons on one database, each job is claimed by exactly one."""
 
     # --- reads -------------------------------------------------------------------------------
     def facts(self, keys: Sequence[int], now: float, *,

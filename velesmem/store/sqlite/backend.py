@@ -30,7 +30,9 @@ from velesmem.store.protocol import (
     Counts,
     Edge,
     FactWrite,
+    GraphWrite,
     Identity,
+    Job,
     Problem,
     Space,
     StoredFact,
@@ -342,6 +344,35 @@ class SqliteStore:
 
     def delete_internal(self, key: int) -> Future[bool]:
         return self._submit(writes.delete_internal(self, key))
+
+    def write_graph(self, graph: GraphWrite, *, job: str | None = None,
+                    result: dict[str, Any] | None = None) -> Future[list[int]]:
+        if graph.facts and self.serving is None:
+            raise Internal("the store was opened without an embedder")
+        return self._submit(writes.write_graph(self, graph, job, result))
+
+    # --- durable jobs ------------------------------------------------------------------------
+    def create_job(self, job: Job, *, max_pending: int) -> Future[tuple[Job, bool]]:
+        return self._submit(writes.create_job(job, max_pending))
+
+    def update_job(self, job_id: str, now: float, *, state: str | None = None,
+                   output: str | None = None, result: dict[str, Any] | None = None,
+                   error: str | None = None) -> Future[Job]:
+        return self._submit(writes.update_job(job_id, now, state=state, output=output,
+                                              result=result, error=error))
+
+    def get_job(self, job_id: str) -> Job | None:
+        return writes._get_job(self.reader(), job_id)
+
+    def pending_jobs(self, kind: str, limit: int) -> list[Job]:
+        rows = self.reader().execute(
+            f"SELECT {writes.JOB_COLUMNS} FROM jobs WHERE kind = ? AND state IN "
+            "('running', 'accepted') ORDER BY state = 'accepted', created_at, id LIMIT ?",
+            (kind, limit)).fetchall()
+        return [writes.job_from_row(r) for r in rows]
+
+    def claim_job(self, kind: str, now: float) -> Future[Job | None]:
+        return self._submit(writes.claim_job(kind, now))
 
     # --- reads -------------------------------------------------------------------------------
     def facts(self, keys: Sequence[int], now: float, *,

@@ -22,9 +22,10 @@ from velesmem.errors import VelesmemError
 from velesmem.extract import AUTOGRAPH_EXTRACTOR, AUTOGRAPH_OFF, Extractor
 from velesmem.extract.graph import hub_key, identifier_graph, topics_graph
 from velesmem.extract.identifiers import find_identifiers, hub_worthy
-from velesmem.store import GraphWrite, Store
+from velesmem.store import GraphWrite, HubWrite, Store
 
 TOTAL_REFRESH = 256  # facts linked between two re-counts of the store's facts
+BATCH = 32  # queued facts linked by one store write
 log = logging.getLogger(__name__)
 
 
@@ -45,6 +46,7 @@ class Autograph:
         self._since_count = TOTAL_REFRESH
         self._idle = threading.Condition()
         self._busy = False
+        self._degree: dict[int, int] = {}  # hub key → facts it mentions (read once, then kept)
 
     @property
     def active(self) -> bool:
@@ -66,7 +68,8 @@ class Autograph:
             pass
 
     def run(self, stop: threading.Event) -> None:
-        """Link queued facts until ``stop`` (or a None in the queue)."""
+        """Link queued facts until ``stop`` (or a None in the queue), a batch at a time: what
+        queued while one batch was written is linked by the next, in one store write."""
         while not stop.is_set():
             try:
                 item = self._queue.get(timeout=0.5)
@@ -76,16 +79,28 @@ class Autograph:
                 continue
             if item is None:
                 return
+            batch = [item]
+            while len(batch) < BATCH:
+                try:
+                    nxt = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is None:
+                    stop.set()
+                    break
+                batch.append(nxt)
             with self._idle:
                 self._busy = True
             try:
-                self.link(*item)
+                self.link_many(batch)
             except VelesmemError as exc:
                 if stop.is_set():
                     return
-                log.warning("autograph could not link a fact: %s", exc.message)
+                self._degree.clear()  # the write failed: counts may be ahead of the store
+                log.warning("autograph could not link %d facts: %s", len(batch), exc.message)
             except Exception:
-                log.exception("autograph could not link a fact")
+                self._degree.clear()
+                log.exception("autograph could not link %d facts", len(batch))
             finally:
                 with self._idle:
                     self._busy = False
@@ -99,19 +114,40 @@ class Autograph:
 
     def link(self, key: int, content: str) -> None:
         """Link one stored fact into the graph (a fact forgotten meanwhile gets no edges)."""
+        self.link_many([(key, content)])
+
+    def link_many(self, facts: list[tuple[int, str]]) -> None:
+        """Link stored facts into the graph with one store write."""
         now = float(self._clock())
-        graphs: list[GraphWrite] = []
-        found = find_identifiers(content)
-        if found:
-            df = {i.canonical: len(self.store.targets(hub_key(i.canonical))) for i in found}
-            worthy = hub_worthy(found, df, self._store_size(now))
-            if worthy:
-                graphs.append(identifier_graph(key, worthy, now))
-        if self.mode == AUTOGRAPH_EXTRACTOR and self.extractor is not None:
-            graphs.append(topics_graph(key, self.extractor.extract(content), now))
-        for graph in graphs:
-            self.store.write_graph(graph).result()
-        self.linked += 1
+        hubs: dict[int, HubWrite] = {}
+        edges: list[tuple[int, int, str]] = []
+        for key, content in facts:
+            graphs: list[GraphWrite] = []
+            found = find_identifiers(content)
+            if found:
+                df = {i.canonical: self._degree_of(hub_key(i.canonical)) for i in found}
+                worthy = hub_worthy(found, df, self._store_size(now))
+                if worthy:
+                    graphs.append(identifier_graph(key, worthy, now))
+                    for i in worthy:
+                        h = hub_key(i.canonical)
+                        self._degree[h] = self._degree.get(h, 0) + 1
+            if self.mode == AUTOGRAPH_EXTRACTOR and self.extractor is not None:
+                graphs.append(topics_graph(key, self.extractor.extract(content), now))
+            for graph in graphs:
+                for hub in graph.hubs:
+                    hubs.setdefault(hub.key, hub)
+                edges.extend(graph.edges)
+        if hubs or edges:
+            self.store.write_graph(GraphWrite(now, (), tuple(hubs.values()), tuple(edges)),
+                                   background=True).result()
+        self.linked += len(facts)
+
+    def _degree_of(self, hub: int) -> int:
+        known = self._degree.get(hub)
+        if known is None:
+            known = self._degree[hub] = len(self.store.targets(hub))
+        return known
 
     def _store_size(self, now: float) -> int:
         """The store's live fact count, re-counted every TOTAL_REFRESH facts and estimated in

@@ -210,9 +210,11 @@ class Store(Protocol):
     def delete_internal(self, key: int) -> Future[bool]: ...
 
     def write_graph(self, graph: GraphWrite, *, job: str | None = None,
-                    result: dict[str, Any] | None = None) -> Future[list[int]]:
+                    result: dict[str, Any] | None = None,
+                    background: bool = False) -> Future[list[int]]:
         """Apply ``graph`` in one transaction (resolves to the keys of its facts); with ``job``
-        that job becomes committed with ``result`` in the same transaction."""
+        that job becomes committed with ``result`` in the same transaction. ``background``
+        work (autograph) yields to every other write."""
 
     # --- durable jobs ------------------------------------------------------------------------
     def create_job(self, job: Job, *, max_pending: int) -> Future[tuple[Job, bool]]:

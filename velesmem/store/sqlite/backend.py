@@ -304,10 +304,10 @@ class SqliteStore:
     def journal_write(self, conn: sqlite3.Connection, key: int) -> None:
         """Record that fact ``key`` (or its outgoing edges) changed, for a running migration."""
 
-    def _submit(self, job: writes.Job) -> Future[Any]:
+    def _submit(self, job: writes.Job, *, background: bool = False) -> Future[Any]:
         if self.readonly:
             raise Internal("this store view is read-only")
-        return self.writer.submit(job)
+        return self.writer.submit(job, background=background)
 
     # --- embedding spaces --------------------------------------------------------------------
     def provenance(self) -> Identity | None:
@@ -346,10 +346,11 @@ class SqliteStore:
         return self._submit(writes.delete_internal(self, key))
 
     def write_graph(self, graph: GraphWrite, *, job: str | None = None,
-                    result: dict[str, Any] | None = None) -> Future[list[int]]:
+                    result: dict[str, Any] | None = None,
+                    background: bool = False) -> Future[list[int]]:
         if graph.facts and self.serving is None:
             raise Internal("the store was opened without an embedder")
-        return self._submit(writes.write_graph(self, graph, job, result))
+        return self._submit(writes.write_graph(self, graph, job, result), background=background)
 
     # --- durable jobs ------------------------------------------------------------------------
     def create_job(self, job: Job, *, max_pending: int) -> Future[tuple[Job, bool]]:

@@ -150,10 +150,10 @@ def write_graph(store: SqliteStore, graph: GraphWrite, job_id: str | None,
     def job(conn: sqlite3.Connection) -> Outcome[list[int]]:
         effects = [upsert_fact(store, conn, w) for w in graph.facts]
         refused = {h.key for h in graph.hubs if not upsert_hub(store, conn, h, graph.now)}
+        ends = sorted({k for e in graph.edges for k in e[:2]} - refused)
+        live = _live_keys(conn, ends, graph.now)
         for src, dst, relation in graph.edges:
-            if src in refused or dst in refused:
-                continue
-            if exists(conn, src, graph.now) and exists(conn, dst, graph.now):
+            if src in live and dst in live:
                 if insert_edge_new(conn, src, dst, relation, graph.now):
                     store.journal_write(conn, src)
         if job_id is not None:
@@ -166,6 +166,14 @@ def write_graph(store: SqliteStore, graph: GraphWrite, job_id: str | None,
         return Outcome([w.key for w in graph.facts], effect)
 
     return job
+
+
+def _live_keys(conn: sqlite3.Connection, keys: list[int], now: float) -> set[int]:
+    if not keys:
+        return set()
+    return {int(k) for (k,) in conn.execute(
+        f"SELECT id FROM facts WHERE id IN (SELECT value FROM json_each(?)) AND {LIVE}",
+        (json.dumps(keys), now))}
 
 
 def _fts_replace(conn: sqlite3.Connection, key: int, old: str, new: str) -> None:

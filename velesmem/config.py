@@ -20,6 +20,7 @@ TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
 
 RECALL_MODES = ("hybrid", "vector")
+EMBEDDERS = ("hash", "local", "ollama", "openai")
 
 
 def _home() -> Path:
@@ -62,6 +63,13 @@ def _parse_recall_mode(name: str, raw: str) -> str:
     return mode
 
 
+def _parse_embedder(name: str, raw: str) -> str:
+    embedder = raw.strip().lower()
+    if embedder not in EMBEDDERS:
+        raise Internal(f"{name}={raw!r}: unknown embedder; known embedders are {', '.join(EMBEDDERS)}")
+    return embedder
+
+
 def _parse_roots(name: str, raw: str) -> tuple[str, ...]:
     return tuple(part for part in raw.split(os.pathsep) if part.strip())
 
@@ -84,8 +92,8 @@ class Setting:
 SETTINGS: tuple[Setting, ...] = (
     Setting("path", "PATH", _parse_path, lambda: _home() / ".velesdb-memory",
             "Store directory (SQLite + FAISS index). Default ~/.velesdb-memory."),
-    Setting("embedder", "EMBEDDER", _parse_str, lambda: "hash",
-            "Embedding backend. Default 'hash' (offline, deterministic)."),
+    Setting("embedder", "EMBEDDER", _parse_embedder, lambda: "hash",
+            "Embedding backend: hash (default; offline, deterministic), local, ollama or openai."),
     Setting("default_ttl", "DEFAULT_TTL", _parse_positive_int, lambda: None,
             "Default expiry in seconds for facts remembered without ttl_seconds. Unset: permanent."),
     Setting("recall_mode", "RECALL_MODE", _parse_recall_mode, lambda: "hybrid",
@@ -136,15 +144,27 @@ class Settings:
     ollama_model: str = "all-minilm"
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
-        """Parse every setting from ``environ`` (default ``os.environ``); raise Internal on a bad one."""
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, record: Mapping[str, str] | None = None
+    ) -> Settings:
+        """Parse every setting from ``environ`` (default ``os.environ``); raise Internal on a bad one.
+
+        What the environment leaves unset comes from ``record``, which defaults to the installer
+        record (``velesmem.installed``) when reading the process environment — so every command
+        finds the installed daemon — then from the defaults.
+        """
         env = os.environ if environ is None else environ
+        if record is None and environ is None:
+            from velesmem.installed import recorded_settings
+
+            record = recorded_settings()
+        record = record or {}
         values: dict[str, Any] = {}
         for setting in SETTINGS:
-            raw = env.get(setting.env_name)
-            values[setting.attr] = (
-                setting.default() if raw is None else setting.parse(setting.env_name, raw)
-            )
+            name, raw = setting.env_name, env.get(setting.env_name)
+            if raw is None and name in record:
+                name, raw = f"{name} (from the installer record)", record[name]
+            values[setting.attr] = setting.default() if raw is None else setting.parse(name, raw)
         return cls(**values)
 
     def with_overrides(self, **changes: Any) -> Settings:

@@ -75,12 +75,11 @@ def _json_wire(client: catalog.JsonClient, request: WireRequest, host: Host,
                clock: Callable[[], float]) -> Outcome:
     name = client.name
     path = host.local(client.path(host))
-    if client.jsonc:
-        where = Location(client.key, SERVER_NAME)
-        if request.uninstall:
-            return _file_outcome(name, path, remove_jsonc_entry(path, where, clock=clock))
-    elif request.uninstall:
-        return _file_outcome(name, path, remove_json_entry(path, SERVER_NAME, key=client.key, clock=clock))
+    where = Location(client.key, SERVER_NAME)
+    if request.uninstall:
+        removed = (remove_jsonc_entry(path, where, clock=clock) if client.jsonc
+                   else remove_json_entry(path, SERVER_NAME, key=client.key, clock=clock))
+        return _file_outcome(name, path, removed)
     if client.detect is not None and not host.local(client.detect(host)).is_dir():
         return Outcome(name, "skipped", f"not installed (no {client.detect(host)})")
     entry = client.entry(request.url)

@@ -102,7 +102,7 @@ def test_the_verified_release_is_installed_and_a_rerun_of_that_version_skips_pip
     try:
         assert done.returncode == 0, done.stdout + done.stderr
         assert f"done     checksum of {index.wheel.name} — sha256 {index.sha256} matches --sha256" in done.stdout
-        assert f"done     pip install " in done.stdout and index.wheel.name in done.stdout
+        assert "done     pip install " in done.stdout and index.wheel.name in done.stdout
         where = subprocess.run([str(venv / "bin" / "python"), "-P", "-c", "import velesmem; print(velesmem.__file__)"],
                                capture_output=True, text=True, timeout=60, check=True, cwd=home).stdout
         assert where.startswith(str(venv))

@@ -24,6 +24,7 @@ BACKENDS = ("sqlite", "postgres")
 EXTRACTORS = ("outline", "ollama", "openai")  # velesmem.extract.BACKENDS, in step (a test)
 REMOTE_EXTRACTORS = ("ollama", "openai")
 AUTOGRAPH_MODES = ("off", "identifiers", "extractor")
+EMBEDDERS = ("hash", "local", "ollama", "openai")
 
 
 def _home() -> Path:
@@ -106,6 +107,11 @@ def _parse_autograph(name: str, raw: str) -> str | None:
         raise Internal(f"{name}={raw!r}: expected one of {', '.join(AUTOGRAPH_MODES)} "
                        "(or unset it for the default)")
     return mode
+def _parse_embedder(name: str, raw: str) -> str:
+    embedder = raw.strip().lower()
+    if embedder not in EMBEDDERS:
+        raise Internal(f"{name}={raw!r}: unknown embedder; known embedders are {', '.join(EMBEDDERS)}")
+    return embedder
 
 
 def _parse_roots(name: str, raw: str) -> tuple[str, ...]:
@@ -137,6 +143,10 @@ SETTINGS: tuple[Setting, ...] = (
             "permanent."),
     Setting("backend", "BACKEND", _parse_backend, lambda: "sqlite",
             "Storage backend: 'sqlite' (one local store directory, default) or 'postgres'."),
+    Setting("embedder", "EMBEDDER", _parse_embedder, lambda: "hash",
+            "Embedding backend: hash (default; offline, deterministic), local, ollama or openai."),
+    Setting("default_ttl", "DEFAULT_TTL", _parse_positive_int, lambda: None,
+            "Default expiry in seconds for facts remembered without ttl_seconds. Unset: permanent."),
     Setting("recall_mode", "RECALL_MODE", _parse_recall_mode, lambda: "hybrid",
             "Ranking for recall: 'hybrid' (BM25 + vector, default) or 'vector' (vector only)."),
     Setting("http", "HTTP", _parse_bool, lambda: False,
@@ -206,15 +216,27 @@ class Settings:
     autograph: str | None = None  # None: the default (see velesmem.extract.autograph_mode)
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
-        """Parse every setting from ``environ`` (default ``os.environ``); raise Internal on a bad one."""
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, record: Mapping[str, str] | None = None
+    ) -> Settings:
+        """Parse every setting from ``environ`` (default ``os.environ``); raise Internal on a bad one.
+
+        What the environment leaves unset comes from ``record``, which defaults to the installer
+        record (``velesmem.installed``) when reading the process environment — so every command
+        finds the installed daemon — then from the defaults.
+        """
         env = os.environ if environ is None else environ
+        if record is None and environ is None:
+            from velesmem.installed import recorded_settings
+
+            record = recorded_settings()
+        record = record or {}
         values: dict[str, Any] = {}
         for setting in SETTINGS:
-            raw = env.get(setting.env_name)
-            values[setting.attr] = (
-                setting.default() if raw is None else setting.parse(setting.env_name, raw)
-            )
+            name, raw = setting.env_name, env.get(setting.env_name)
+            if raw is None and name in record:
+                name, raw = f"{name} (from the installer record)", record[name]
+            values[setting.attr] = setting.default() if raw is None else setting.parse(name, raw)
         return cls(**values)
 
     def with_overrides(self, **changes: Any) -> Settings:

@@ -19,6 +19,7 @@ from velesmem.clients import catalog, node
 from velesmem.clients.catalog import SERVER_NAME
 from velesmem.clients.files import ConfigRefused, get_json_entry, remove_json_entry, upsert_json_entry
 from velesmem.clients.host import Host
+from velesmem.clients.jsonc import Location, get_jsonc_entry, remove_jsonc_entry, upsert_jsonc_entry
 from velesmem.clients.outcome import Outcome
 from velesmem.clients.tomlfile import get_toml_entry, remove_toml_entry, upsert_toml_entry
 
@@ -74,11 +75,33 @@ def _json_wire(client: catalog.JsonClient, request: WireRequest, host: Host,
                clock: Callable[[], float]) -> Outcome:
     name = client.name
     path = host.local(client.path(host))
+    where = Location(client.key, SERVER_NAME)
     if request.uninstall:
-        return _file_outcome(name, path, remove_json_entry(path, SERVER_NAME, clock=clock))
-    result = upsert_json_entry(path, SERVER_NAME, client.entry(request.url),
-                               envelope=client.envelope, clock=clock)
-    return _file_outcome(name, path, result)
+        removed = (remove_jsonc_entry(path, where, clock=clock) if client.jsonc
+                   else remove_json_entry(path, SERVER_NAME, key=client.key, clock=clock))
+        return _file_outcome(name, path, removed)
+    if client.detect is not None and not host.local(client.detect(host)).is_dir():
+        return Outcome(name, "skipped", f"not installed (no {client.detect(host)})")
+    entry = client.entry(request.url)
+    if client.jsonc:
+        result = upsert_jsonc_entry(path, where, entry, envelope=client.envelope, clock=clock)
+    else:
+        result = upsert_json_entry(path, SERVER_NAME, entry, key=client.key, envelope=client.envelope,
+                                   clock=clock)
+    hint = client.hint.replace("{ca}", request.ca_cert) if result[0] != "unchanged" else ""
+    return _file_outcome(name, path, result, hint)
+
+
+def read_entry(name: str, host: Host) -> Any:
+    """Our entry in a client's config as it is on disk (None when absent); ConfigRefused when
+    the file cannot be read. Claude Code's is read from ``~/.claude.json``."""
+    path = host.local(catalog.CONFIG_PATHS[name](host))
+    if name == catalog.CODEX:
+        return get_toml_entry(path, SERVER_NAME)
+    client = catalog.JSON_CLIENTS.get(name)
+    if client is not None and client.jsonc:
+        return get_jsonc_entry(path, Location(client.key, SERVER_NAME))
+    return get_json_entry(path, SERVER_NAME, key=client.key if client else "mcpServers")
 
 
 def _claude_desktop(request: WireRequest, host: Host, clock: Callable[[], float]) -> Outcome:
@@ -114,9 +137,9 @@ def desktop_entry(host: Host, tools: node.NodeTools, request: WireRequest) -> di
     tail = [request.url, "--transport", "http-only"]
     if tools.mcp_remote:
         command, args = tools.mcp_remote, tail
-    else:
+    else:  # the bridge version the tests run, never whatever is newest on the day Desktop starts
         assert tools.npx is not None
-        command, args = tools.npx, ["-y", "mcp-remote", *tail]
+        command, args = tools.npx, ["-y", node.MCP_REMOTE_PACKAGE, *tail]
     return {"command": command, "args": args, "env": node.bridge_env(host, tools, request.ca_cert)}
 
 
@@ -198,14 +221,23 @@ _STEPS: dict[str, Callable[[WireRequest, Host, Callable[[], float]], Outcome]] =
 }
 
 
+def installed(name: str, host: Host) -> bool:
+    """False for a client we detect by its directory when that directory is absent."""
+    client = catalog.JSON_CLIENTS.get(name)
+    if client is None or client.detect is None:
+        return True
+    return host.local(client.detect(host)).is_dir() or host.local(client.path(host)).exists()
+
+
 def wired_urls(host: Host, names: Iterable[str] = catalog.CLIENTS) -> dict[str, tuple[str | None, str, str | None]]:
-    """Per client: (URL its entry points at or None, config path, error reading it or None)."""
+    """Per installed client: (URL its entry points at or None, config path, error reading it or None)."""
     report: dict[str, tuple[str | None, str, str | None]] = {}
     for name in names:
+        if not installed(name, host):
+            continue
         path = host.local(catalog.CONFIG_PATHS[name](host))
         try:
-            entry = get_toml_entry(path, SERVER_NAME) if name == catalog.CODEX else get_json_entry(path, SERVER_NAME)
-            report[name] = (catalog.entry_url(entry), str(path), None)
+            report[name] = (catalog.entry_url(read_entry(name, host)), str(path), None)
         except ConfigRefused as exc:
             report[name] = (None, str(path), exc.message)
     return report

@@ -74,3 +74,8 @@ def test_a_huge_decimal_id_is_invalid_input_not_a_crash() -> None:
     assert parse_id("0" * 30 + "42") == 42  # leading zeros are only zeros
     with pytest.raises(InvalidInput, match="outside the u64 range"):
         parse_id(str(1 << 64))
+
+
+def test_a_default_ttl_of_zero_means_no_default_ttl() -> None:
+    assert Settings.from_env({"VELESDB_MEMORY_DEFAULT_TTL": "0"}).default_ttl is None
+    assert Settings.from_env({"VELESDB_MEMORY_DEFAULT_TTL": "60"}).default_ttl == 60

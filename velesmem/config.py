@@ -136,8 +136,6 @@ class Setting:
 SETTINGS: tuple[Setting, ...] = (
     Setting("path", "PATH", _parse_path, lambda: _home() / ".velesdb-memory",
             "Store directory (SQLite + FAISS index). Default ~/.velesdb-memory."),
-    Setting("embedder", "EMBEDDER", _parse_str, lambda: "hash",
-            "Embedding backend. Default 'hash' (offline, deterministic)."),
     Setting("default_ttl", "DEFAULT_TTL", _parse_ttl, lambda: None,
             "Default expiry in seconds for facts remembered without ttl_seconds. Unset or 0: "
             "permanent."),
@@ -145,8 +143,6 @@ SETTINGS: tuple[Setting, ...] = (
             "Storage backend: 'sqlite' (one local store directory, default) or 'postgres'."),
     Setting("embedder", "EMBEDDER", _parse_embedder, lambda: "hash",
             "Embedding backend: hash (default; offline, deterministic), local, ollama or openai."),
-    Setting("default_ttl", "DEFAULT_TTL", _parse_positive_int, lambda: None,
-            "Default expiry in seconds for facts remembered without ttl_seconds. Unset: permanent."),
     Setting("recall_mode", "RECALL_MODE", _parse_recall_mode, lambda: "hybrid",
             "Ranking for recall: 'hybrid' (BM25 + vector, default) or 'vector' (vector only)."),
     Setting("http", "HTTP", _parse_bool, lambda: False,

@@ -8,8 +8,10 @@
     velesdb-memory service install   a per-user Scheduled Task \VelesDB\MemoryDaemon (no admin)
     velesdb-memory service wait      /health over strict TLS against the daemon's own CA
     velesdb-memory trust-ca          the CA in Cert:\CurrentUser\Root (thumbprint checked first)
-    velesdb-memory wire              Claude Code, Codex, Claude Desktop, Cursor, Windsurf, Devin CLI,
-                                     Cline, Zed, opencode
+    velesdb-memory wire              Claude Code (and its session hooks), Codex, Claude Desktop,
+                                     Cursor, Windsurf, Devin CLI, Cline, Zed, opencode
+    velesdb-memory skills install    the agent skills: ~\.claude\skills (read by opencode too), and
+                                     ~\.agents\skills when Codex is installed
   `service install` also writes the installer record every later command reads the daemon's
   port, store, TLS dir and embedder from (%LOCALAPPDATA%\velesdb-memory\installed.json).
   Re-running is idempotent; a re-run that finds the same velesmem version installed skips pip
@@ -254,6 +256,9 @@ if ($ForceRestart) { $ServiceArgs += "--force-restart" }
 if ($env:VELESMEM_INSTALL_MANAGER) { $ServiceArgs += @("--manager", $env:VELESMEM_INSTALL_MANAGER) }
 $WireArgs = @($DaemonArgs)
 foreach ($client in $SkipClient) { $WireArgs += @("--skip-client", $client) }
+$SkillArgs = @("--target", "claude")
+$CodexHome = if ($env:CODEX_HOME) { $env:CODEX_HOME } else { Join-Path $HOME ".codex" }
+if ((Get-Command codex -ErrorAction SilentlyContinue) -or (Test-Path $CodexHome)) { $SkillArgs += @("--target", "codex") }
 
 function Vm {
     # Out-Host keeps the command's output off this function's return value (only the bool).
@@ -266,6 +271,7 @@ function Vm {
 if ($Uninstall) {
     # The clients first: the service's record still names the daemon's URL for the message.
     $null = Vm wire --uninstall @WireArgs --summary $Summary
+    $null = Vm skills install --uninstall --target claude --target codex --summary $Summary
     if (-not (Vm service uninstall --summary $Summary)) { Note "failed" "service uninstall" "see the messages above" }
     Note "skipped" "store, CA and CA trust" "never removed by the uninstaller (see docs/installers.md)"
     if (-not $env:VELESMEM_INSTALL_PYTHON) {
@@ -310,4 +316,5 @@ if ($WireOnly) {
     }
 }
 $null = Vm wire @WireArgs --summary $Summary
+$null = Vm skills install @SkillArgs --summary $Summary
 Finish

@@ -7,8 +7,10 @@
 #                                    the installer record every later command reads its port from
 #   velesdb-memory service wait      /health over strict TLS against the daemon's own CA
 #   velesdb-memory trust-ca          the CA in the user's trust store (login keychain / NSS)
-#   velesdb-memory wire              Claude Code, Codex, Claude Desktop, Cursor, Windsurf, Devin CLI,
-#                                    Cline, Zed, opencode
+#   velesdb-memory wire              Claude Code (and its session hooks), Codex, Claude Desktop, Cursor,
+#                                    Windsurf, Devin CLI, Cline, Zed, opencode
+#   velesdb-memory skills install    the agent skills: ~/.claude/skills (read by opencode too), and
+#                                    ~/.agents/skills when Codex is installed
 # Re-running is idempotent. --uninstall removes the service and our client entries only: never the
 # store, the CA or its trust. See docs/installers.md.
 set -euo pipefail
@@ -324,6 +326,8 @@ SERVICE_ARGS=(${DAEMON_ARGS[@]+"${DAEMON_ARGS[@]}"})
 [ -n "${VELESMEM_INSTALL_MANAGER:-}" ] && SERVICE_ARGS+=(--manager "$VELESMEM_INSTALL_MANAGER")
 WIRE_ARGS=(${DAEMON_ARGS[@]+"${DAEMON_ARGS[@]}"})
 for client in ${SKIP_CLIENTS[@]+"${SKIP_CLIENTS[@]}"}; do WIRE_ARGS+=(--skip-client "$client"); done
+SKILL_ARGS=(--target claude)
+if command -v codex >/dev/null 2>&1 || [ -d "${CODEX_HOME:-$HOME/.codex}" ]; then SKILL_ARGS+=(--target codex); fi
 
 # -P: never the velesmem of the directory the script is run from (a checkout), only the installed one
 vm() { "$PY" -P -m velesmem "$@"; }
@@ -332,6 +336,7 @@ vm() { "$PY" -P -m velesmem "$@"; }
 if [ "$UNINSTALL" = 1 ]; then
   # The clients first: the service's record still names the daemon's URL for the message.
   vm wire --uninstall ${WIRE_ARGS[@]+"${WIRE_ARGS[@]}"} --summary "$SUMMARY" || true
+  vm skills install --uninstall --target claude --target codex --summary "$SUMMARY" || true
   vm service uninstall --summary "$SUMMARY" || note failed "service uninstall" "see the messages above"
   note skipped "store, CA and CA trust" "never removed by the uninstaller (see docs/installers.md)"
   if [ -z "${VELESMEM_INSTALL_PYTHON:-}" ]; then
@@ -395,4 +400,5 @@ else
   fi
 fi
 vm wire ${WIRE_ARGS[@]+"${WIRE_ARGS[@]}"} --summary "$SUMMARY" || true
+vm skills install "${SKILL_ARGS[@]}" --summary "$SUMMARY" || true
 finish

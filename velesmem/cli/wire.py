@@ -2,7 +2,9 @@
 
 Each config file is backed up as ``<file>.bak.<epoch>`` before a change, merged without touching
 other keys, written atomically; an unparsable file is left byte-identical and reported (a warning,
-not a failure: exit 1 only when a step that should have worked failed).
+not a failure: exit 1 only when a step that should have worked failed). With Claude Code it
+also merges our session hooks into ~/.claude/settings.json (``--no-hooks`` to skip;
+docs/agents.md).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--skip-client", action="append", type=_client_names, default=[],
                         metavar="NAME", help=f"leave a client alone (repeatable): {', '.join(CLIENTS)}")
     parser.add_argument("--uninstall", action="store_true", help="remove only our entry from each client")
+    parser.add_argument("--no-hooks", dest="hooks", action="store_false",
+                        help="leave Claude Code's session hooks (~/.claude/settings.json) alone")
     add_summary_option(parser)
     parser.set_defaults(handler=_wire)
 
@@ -43,6 +47,7 @@ def _wire(args: argparse.Namespace) -> int:
         ca_cert=ca_cert_path(tls_dir),
         skip=frozenset(name for group in args.skip_client for name in group),
         uninstall=args.uninstall,
+        hooks=args.hooks,
     )
     if args.uninstall:
         print(f"removing our entry ({SERVER_NAME}, for {request.url}) from every client")

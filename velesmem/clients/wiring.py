@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from velesmem.clients import catalog, node
+from velesmem.clients import catalog, claude_hooks, node
 from velesmem.clients.catalog import SERVER_NAME
 from velesmem.clients.files import ConfigRefused, get_json_entry, remove_json_entry, upsert_json_entry
 from velesmem.clients.host import Host
@@ -35,6 +36,8 @@ class WireRequest:
     ca_cert: str
     skip: frozenset[str] = field(default_factory=frozenset)
     uninstall: bool = False
+    hooks: bool = True  # Claude Code's session hooks in ~/.claude/settings.json (with claude-code)
+    hook_python: str = field(default_factory=lambda: sys.executable)  # what the hooks run
 
     @property
     def health_url(self) -> str:
@@ -59,7 +62,29 @@ def wire_clients(request: WireRequest, host: Host | None = None,
         except OSError as exc:  # permissions, a full disk, a directory where a file should be
             path = str(catalog.CONFIG_PATHS[name](host))
             outcomes.append(Outcome(name, "failed", f"{type(exc).__name__}: {exc}", path=path))
+        if name == catalog.CLAUDE_CODE and request.hooks:
+            outcomes.append(_claude_code_hooks(request, host, clock))
     return outcomes
+
+
+CLAUDE_HOOKS = "claude-code-hooks"  # reported after claude-code, skipped with it
+
+
+def _claude_code_hooks(request: WireRequest, host: Host, clock: Callable[[], float]) -> Outcome:
+    """SessionStart / PreCompact / Stop hooks in Claude Code's settings.json (docs/agents.md)."""
+    path = host.local(claude_hooks.settings_path(host))
+    if not request.uninstall and not claude_hooks.claude_code_present(host, lambda n: _which(host, n)):
+        return Outcome(CLAUDE_HOOKS, "skipped", "Claude Code not found (no claude CLI, no ~/.claude)")
+    try:
+        result = claude_hooks.wire_hooks(path, request.hook_python, uninstall=request.uninstall,
+                                         windows=host.is_windows, clock=clock)
+    except ConfigRefused as exc:
+        return Outcome(CLAUDE_HOOKS, "refused", exc.message, path=str(path))
+    except OSError as exc:
+        return Outcome(CLAUDE_HOOKS, "failed", f"{type(exc).__name__}: {exc}", path=str(path))
+    detail = ("session-start, pre-compact and stop run velesdb-memory hook; takes effect in new "
+              "sessions" if result[0] in ("added", "updated") else "")
+    return _file_outcome(CLAUDE_HOOKS, path, result, detail)
 
 
 def _file_outcome(name: str, path: Path, result: tuple[str, Path | None], detail: str = "") -> Outcome:

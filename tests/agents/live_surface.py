@@ -58,7 +58,8 @@ async def collect(runtime: Runtime) -> Surface:
         await call("list_memories", limit=1)
         await call("entity", name="#57")
         job = await call("remember_extracted", extractor="outline",
-                         text="fact: the soak test runs nightly | soak test\nedge: soak test | covers | retries")
+                         text="fact: the soak test runs nightly | soak test\n"
+                              "edge: soak test | covers | retries")
         deadline = time.monotonic() + EXTRACTION_DEADLINE_S
         while (await call("extraction_status", request_id=job["request_id"]))["state"] not in (
                 "committed", "failed"):

@@ -113,7 +113,8 @@ def test_a_file_we_cannot_merge_is_refused_and_left_byte_identical(tmp_path: Pat
 def test_claude_config_dir_and_no_hooks_and_no_claude(tmp_path: Path) -> None:
     custom = tmp_path / "cc"
     custom.mkdir()
-    assert wire(tmp_path, CLAUDE_CONFIG_DIR=str(custom))["claude-code-hooks"].path == str(custom / "settings.json")
+    outcome = wire(tmp_path, CLAUDE_CONFIG_DIR=str(custom))["claude-code-hooks"]
+    assert outcome.path == str(custom / "settings.json")
     assert (custom / "settings.json").exists() and not (tmp_path / ".claude" / "settings.json").exists()
     bare = tmp_path / "bare"
     (bare / ".claude" / "skills").mkdir(parents=True)  # skills installed, Claude Code never run
@@ -132,7 +133,8 @@ def test_windows_commands_quote_the_python_path() -> None:
                            "stop", windows=True)
     assert command.startswith('"C:\\Users\\Dana Q\\') and command.endswith('" -P -m velesmem hook stop')
     assert is_ours({"command": command}) and not is_ours({"command": "velesmem hook stopper"})
-    assert hook_command("/home/dana q/venv/bin/python", "stop") == "'/home/dana q/venv/bin/python' -P -m velesmem hook stop"
+    assert hook_command("/home/dana q/venv/bin/python", "stop") == (
+        "'/home/dana q/venv/bin/python' -P -m velesmem hook stop")
 
 
 @pytest.mark.integration

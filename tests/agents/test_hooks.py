@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from velesmem.daemon.address import daemon_address
 from velesmem.daemon.tls import client_ssl_context, tls_files
 
 BOUND_S = 3.0  # the hook's own bound is ~2 s; the test allows interpreter start-up on top
+WATCHDOG_BOUND_S = 4.0  # deadline 2 s + grace 0.5 s + interpreter start-up
 SESSION_CAP = 64  # VELESDB_MEMORY_HTTP_MAX_SESSIONS' default
 
 
@@ -185,7 +187,8 @@ async def test_stop_and_pre_compact_checkpoint_without_touching_the_agents_state
     stop = sample("stop", cwd, transcript)
     session = stop["session_id"]
     await mcp(daemon, "save_working_context", project="checkout-c", session=session,
-              working={"goal": "ship it", "exact_evidence": [{"text": "the log", "handle": "ctx://source/9"}]})
+              working={"goal": "ship it",
+                       "exact_evidence": [{"text": "the log", "handle": "ctx://source/9"}]})
     done, elapsed = run_hook(daemon.env, "stop", stop, cwd)
     assert done.returncode == 0 and done.stdout == "" and elapsed < BOUND_S, done.stderr
     loaded = await mcp(daemon, "load_working_context", project="checkout-c", session=session)
@@ -227,7 +230,8 @@ def test_hook_sessions_free_their_slot(daemon: Daemon) -> None:
 
 # --- no daemon, or one that never answers --------------------------------------------------------
 @pytest.mark.integration
-def test_with_the_daemon_down_every_hook_exits_0_quickly_and_prints_nothing(make_daemon, tmp_path: Path) -> None:
+def test_with_the_daemon_down_every_hook_exits_0_quickly_and_prints_nothing(
+        make_daemon: Callable[..., Daemon], tmp_path: Path) -> None:
     down = make_daemon()
     down.start()
     down.stop()  # the CA exists, nothing listens
@@ -265,3 +269,27 @@ def _any_ca_pem() -> str:
 
     with tempfile.TemporaryDirectory() as scratch:
         return prepare_tls(Path(scratch)).ca_cert.read_text()
+
+
+@pytest.mark.integration
+def test_stdin_that_never_closes_is_cut_off_by_the_watchdog(tmp_path: Path) -> None:
+    """Reading stdin has no timeout of its own: the watchdog ends the hook, silently, with 0."""
+    env = clean_env(tmp_path, VELESDB_MEMORY_TLS_DIR=str(tmp_path / "tls"))
+    start = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "velesmem", "hook", "session-start"], env=env,
+                            cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        proc.wait(timeout=WATCHDOG_BOUND_S)  # stdin stays open: communicate() would close it
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        proc.stdin.close()
+        out, err = proc.stdout.read(), proc.stderr.read()
+        proc.stdout.close()
+        proc.stderr.close()
+    assert proc.returncode == 0 and out == b"", err
+    assert b"gave up after" in err
+    assert 2.0 < time.monotonic() - start < WATCHDOG_BOUND_S

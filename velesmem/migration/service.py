@@ -48,6 +48,12 @@ log = logging.getLogger(__name__)
 Pause = Callable[[float], AbstractContextManager[float]]
 
 
+def _warm(embedder: Embedder) -> None:
+    warm = getattr(embedder, "warm", None)
+    if callable(warm):
+        warm()
+
+
 def witness(embedder: Embedder) -> list[float]:
     """The embedder's vector of a fixed probe text: a model changed under its name differs."""
     return [round(float(x), 6) for x in embedder.embed([WITNESS_TEXT])[0]]
@@ -157,7 +163,7 @@ class MigrationService:
                                    "already exists: migration_recover or migration_cancel it")
             backend = target_backend.strip().lower()
             target = load_embedder(self.settings.with_overrides(embedder=backend))
-            target.warm()
+            _warm(target)
             source = self._serving()
             if (target.model, target.dimension) == (source.model, source.dimension):
                 raise InvalidInput(f"the store is already served by {source.model} "
@@ -223,7 +229,7 @@ class MigrationService:
             if self.running:
                 raise InvalidInput("the migration is running: nothing to recover")
             target = load_embedder(self.settings.with_overrides(embedder=job.target_backend))
-            target.warm()
+            _warm(target)
             if (target.model, target.dimension) != (job.target_model, job.target_dimension):
                 raise InvalidInput(f"the configured {job.target_backend} embedder is now "
                                    f"{target.model} ({target.dimension} dims), not the "

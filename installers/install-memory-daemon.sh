@@ -53,7 +53,7 @@ options:
                            by another program is refused
   --store=DIR              store directory (default ~/.velesdb-memory)
   --tls-dir=DIR            local CA directory (default ~/.velesdb-memory-tls)
-  --embedder=NAME          embedding backend: ${EMBEDDERS// /, } (default hash)
+  --embedder=NAME          embedding backend: ${EMBEDDERS// /, } (default: the store's own; local for a new store)
   --ollama-url=URL         Ollama server, for --embedder=ollama
   --ollama-model=NAME      Ollama embedding model
   --extractor-model=NAME   model used by remember_extracted

@@ -48,7 +48,7 @@ def test_error_categories() -> None:
 def test_settings_defaults_and_env() -> None:
     s = Settings.from_env({})
     assert s.http_bind == "127.0.0.1:18090" and s.http_port == 18090
-    assert s.embedder == "hash" and s.default_ttl is None
+    assert s.embedder is None and s.default_ttl is None  # unset: the store's own embedder
     s = Settings.from_env({"VELESDB_MEMORY_DEFAULT_TTL": "60", "VELESDB_MEMORY_HTTP": "1"})
     assert s.default_ttl == 60 and s.http is True
 

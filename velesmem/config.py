@@ -141,8 +141,10 @@ SETTINGS: tuple[Setting, ...] = (
             "permanent."),
     Setting("backend", "BACKEND", _parse_backend, lambda: "sqlite",
             "Storage backend: 'sqlite' (one local store directory, default) or 'postgres'."),
-    Setting("embedder", "EMBEDDER", _parse_embedder, lambda: "hash",
-            "Embedding backend: hash (default; offline, deterministic), local, ollama or openai."),
+    Setting("embedder", "EMBEDDER", _parse_embedder, lambda: None,
+            "Embedding backend: hash (offline, deterministic), local (in-process model), ollama "
+            "or openai. Unset: the one that filled the store; for a new store local when "
+            "velesmem[embed] is installed, else hash."),
     Setting("recall_mode", "RECALL_MODE", _parse_recall_mode, lambda: "hybrid",
             "Ranking for recall: 'hybrid' (BM25 + vector, default) or 'vector' (vector only)."),
     Setting("http", "HTTP", _parse_bool, lambda: False,
@@ -190,7 +192,7 @@ class Settings:
     """The daemon's configuration, read once from the environment."""
 
     path: Path = field(default_factory=lambda: _home() / ".velesdb-memory")
-    embedder: str = "hash"
+    embedder: str | None = None
     default_ttl: int | None = None
     backend: str = "sqlite"
     recall_mode: str = "hybrid"

@@ -94,3 +94,15 @@ MAX_ENTITY_SCAN_EDGES = 4096  # raw edges scanned per direction to find them
 MAX_PENDING_EXTRACTIONS = 64  # non-terminal remember_extracted jobs admitted
 MAX_IDEMPOTENCY_KEY_BYTES = 256
 AUTOGRAPH_QUEUE_MAX = 4096  # facts waiting for autograph; beyond it they are dropped, counted
+
+# --- online embedding migration (the migration_* tools) -----------------------------------
+DEFAULT_MIGRATION_JOURNAL_BYTES = 64 * MIB
+DEFAULT_MIGRATION_FACT_BATCH = 256
+DEFAULT_MIGRATION_REPLAY_BATCH = 256
+DEFAULT_MIGRATION_EDGE_CAP = 4096
+DEFAULT_MIGRATION_OBSERVATION_WINDOW = 3
+DEFAULT_MIGRATION_VERIFICATION_RESERVE_MS = 100
+MAX_MIGRATION_BATCH = 65_536  # fact_batch / replay_batch upper bound
+MAX_MIGRATION_PAUSE_BUDGET_MS = 60_000
+MAX_MIGRATION_OBSERVATION_WINDOW = 1_000
+MIGRATION_PAUSE_WAIT_MS = 2_000  # longest wait for in-flight calls once requests are paused

@@ -184,7 +184,8 @@ def test_the_installer_records_where_the_daemon_is(install: Install) -> None:
     assert record["settings"]["VELESDB_MEMORY_HTTP_BIND"] == f"127.0.0.1:{install.port}"
     assert record["settings"]["VELESDB_MEMORY_PATH"] == str(install.home / ".velesdb-memory")
     assert record["settings"]["VELESDB_MEMORY_TLS_DIR"] == str(install.home / ".velesdb-memory-tls")
-    assert record["settings"]["VELESDB_MEMORY_EMBEDDER"] == "hash"
+    # no --embedder given: none is pinned, so the store's own embedder keeps serving it
+    assert "VELESDB_MEMORY_EMBEDDER" not in record["settings"]
     assert record["settings"]["VELESDB_MEMORY_DEFAULT_TTL"] == "86400"
     assert install.record.stat().st_mode & 0o777 == 0o600
 

@@ -8,8 +8,8 @@ from velesmem.embed.hashing import (
     content_tokens,
     tokenize,
 )
-from velesmem.embed.loader import BACKENDS, load_embedder
+from velesmem.embed.loader import BACKENDS, load_embedder, local_available
 from velesmem.embed.stopwords import STOPWORDS
 
 __all__ = ["BACKENDS", "HASH_DIMENSION", "HASH_MODEL", "STOPWORDS", "Embedder", "HashEmbedder",
-           "content_tokens", "load_embedder", "tokenize"]
+           "content_tokens", "load_embedder", "local_available", "tokenize"]

@@ -14,9 +14,15 @@ BACKENDS: dict[str, Callable[[Settings], Embedder]] = {
 }
 
 
+def local_available() -> bool:
+    """Is the in-process ``local`` embedder installed?"""
+    return "local" in BACKENDS
+
+
 def load_embedder(settings: Settings) -> Embedder:
-    """The embedder ``settings.embedder`` names; Internal (listing the known ones) otherwise."""
-    name = settings.embedder.strip().lower()
+    """The embedder ``settings.embedder`` names (unset: hash); Internal (listing the known
+    ones) otherwise."""
+    name = (settings.embedder or "hash").strip().lower()
     factory = BACKENDS.get(name)
     if factory is None:
         known = ", ".join(sorted(BACKENDS))

@@ -105,6 +105,12 @@ class MemoryService:
         runtime.wait_ready_sync()
         return runtime.memory
 
+    def set_embedder(self, embedder: Embedder) -> None:
+        """Rank and embed with ``embedder`` from now on (after a migration's cutover)."""
+        self.embedder = embedder
+        self._ranker = Ranker(self.store, embedder, self.settings.recall_mode,
+                              self._ranker.pool)
+
     def close(self) -> None:
         """Finish pending writes, save the index and release the lock (idempotent)."""
         if self.runtime is not None:

@@ -100,7 +100,8 @@ def upsert_fact(store: SqliteStore, conn: sqlite3.Connection,
     index_fact(conn, key)
     if not store.provenance_recorded:
         record_provenance(conn, space.identity.model, space.identity.dimension)
-    store.journal_write(conn, key)
+    if new_vector:  # only a new vector needs the migration's replay (edges are shared)
+        store.journal_write(conn, key)
     index = store.index
     vec = w.vector.reshape(1, -1)
     text_changed = row is not None and row[0] != w.content
@@ -139,7 +140,6 @@ def upsert_hub(store: SqliteStore, conn: sqlite3.Connection, hub: HubWrite, now:
         "seq = excluded.seq, updated_at = excluded.updated_at",
         (hub.key, f"Entity: {hub.name}", encoded, ENTITY_HUB_KIND, store.next_seq(), now, now))
     index_fact(conn, hub.key)
-    store.journal_write(conn, hub.key)
     return True
 
 
@@ -154,8 +154,7 @@ def write_graph(store: SqliteStore, graph: GraphWrite, job_id: str | None,
         live = _live_keys(conn, ends, graph.now)
         for src, dst, relation in graph.edges:
             if src in live and dst in live:
-                if insert_edge_new(conn, src, dst, relation, graph.now):
-                    store.journal_write(conn, src)
+                insert_edge(conn, src, dst, relation, graph.now)
         if job_id is not None:
             _set_job(conn, job_id, graph.now, state="committed", result=result)
 
@@ -166,6 +165,15 @@ def write_graph(store: SqliteStore, graph: GraphWrite, job_id: str | None,
         return Outcome([w.key for w in graph.facts], effect)
 
     return job
+
+
+def _live_user_keys(conn: sqlite3.Connection, keys: list[int]) -> set[int]:
+    """The keys that are user facts (expiry not checked: an expired fact is purged later)."""
+    if not keys:
+        return set()
+    return {int(k) for (k,) in conn.execute(
+        "SELECT id FROM facts WHERE id IN (SELECT value FROM json_each(?)) AND kind IS NULL",
+        (json.dumps(keys),))}
 
 
 def _live_keys(conn: sqlite3.Connection, keys: list[int], now: float) -> set[int]:
@@ -190,22 +198,12 @@ def insert_edge(conn: sqlite3.Connection, src: int, dst: int, relation: str, now
     return key
 
 
-def insert_edge_new(conn: sqlite3.Connection, src: int, dst: int, relation: str,
-                    now: float) -> bool:
-    """``insert_edge``, saying whether the edge is new."""
-    key = to_i64(edge_id(to_u64(src), to_u64(dst), relation))
-    cur = conn.execute("INSERT OR IGNORE INTO edges (id, src, dst, relation, created_at) "
-                       "VALUES (?, ?, ?, ?, ?)", (key, src, dst, relation, now))
-    return cur.rowcount > 0
-
-
 def relate(store: SqliteStore, src: int, dst: int, relation: str, now: float) -> Job:
     def job(conn: sqlite3.Connection) -> Outcome[int]:
         for name, end in (("from", src), ("to", dst)):
             if not exists(conn, end, now):
                 raise NotFound(f"{name} {to_u64(end)} is not a stored memory")
         key = insert_edge(conn, src, dst, relation, now)
-        store.journal_write(conn, src)
         return Outcome(key)
 
     return job
@@ -215,8 +213,6 @@ def unrelate(store: SqliteStore, src: int, dst: int, relation: str) -> Job:
     def job(conn: sqlite3.Connection) -> Outcome[int]:
         cur = conn.execute("DELETE FROM edges WHERE src = ? AND dst = ? AND relation = ?",
                            (src, dst, relation))
-        if cur.rowcount:
-            store.journal_write(conn, src)
         return Outcome(cur.rowcount)
 
     return job
@@ -251,7 +247,8 @@ def delete_facts(store: SqliteStore, conn: sqlite3.Connection, keys: list[int]) 
             conn.executemany("INSERT INTO vector_deletes (space, id, seq) VALUES (?, ?, ?)",
                              [(s, key, seq) for s in spaces])
         unindex_fact(conn, key)
-        store.journal_write(conn, key)
+        if kind is None:
+            store.journal_write(conn, key)
     for hub in hubs - set(keys):
         alive = conn.execute(
             "SELECT 1 FROM edges e JOIN facts f ON f.id = CASE WHEN e.src = ? THEN e.dst ELSE "
@@ -261,7 +258,6 @@ def delete_facts(store: SqliteStore, conn: sqlite3.Connection, keys: list[int]) 
             conn.execute("DELETE FROM edges WHERE src = ? OR dst = ?", (hub, hub))
             conn.execute("DELETE FROM facts WHERE id = ?", (hub,))
             unindex_fact(conn, hub)
-            store.journal_write(conn, hub)
     return removed
 
 
@@ -316,7 +312,6 @@ def feedback(store: SqliteStore, key: int, success: bool, now: float) -> Job:
             (step, int(success), int(not success), key, now)).fetchone()
         if row is None:
             raise NotFound(f"id {to_u64(key)} is not a stored memory")
-        store.journal_write(conn, key)
         return Outcome(float(row[0]))
 
     return job
@@ -337,7 +332,6 @@ def put_internal(store: SqliteStore, key: int, content: str, metadata_json: str,
             "expires_at = excluded.expires_at",
             (key, content, metadata_json, kind, store.next_seq(), now, now, expires_at))
         index_fact(conn, key)
-        store.journal_write(conn, key)
 
         def effect() -> None:
             if expires_at is not None:

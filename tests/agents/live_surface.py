@@ -40,6 +40,7 @@ async def collect(runtime: Runtime) -> Surface:
             return data
 
         await call("memory_status")
+        await call("migration_status")  # start, cancel and recover would change the store
         ticket = (await call("remember", fact="OPS-88: mobile clients drained their batteries",
                              metadata={"project": "demo", "kind": "incident"}))["id_str"]
         pr = (await call("remember", fact="PR #57 adds the retry cap",

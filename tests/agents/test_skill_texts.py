@@ -4,6 +4,7 @@ and result field they mention must exist in the live server's schemas and result
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ from velesmem.agents.install import agents_md_snippet, shipped_files
 from velesmem.config import Settings
 from velesmem.runtime import Runtime
 
+TOOLS_JSON = Path(__file__).resolve().parents[2] / "docs" / "tools.json"
 NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 FRONT = re.compile(r"\A---\n(.*?)\n---\n", re.S)
 FRONT_KEYS = {"name", "description", "license", "compatibility", "metadata"}
@@ -97,10 +99,17 @@ def test_the_check_fails_on_a_tool_a_parameter_or_a_field_that_does_not_exist(su
     assert len(problems) == 6, joined
 
 
+NOT_CALLED = {"migration_start", "migration_cancel", "migration_recover"}  # they change the store
+
+
 def test_the_live_surface_is_the_served_one(surface: Surface) -> None:
-    """23 tools today (the migration tools arrive later): the skills name only served ones."""
-    assert len(surface.params) == 23
-    assert set(surface.results) == set(surface.params), set(surface.params) - set(surface.results)
+    """Every served tool (docs/tools.json is generated from the same schemas) and the results of
+    all but the migration controls; no skill reads a result field of a tool not called."""
+    served = {t["name"] for t in json.loads(TOOLS_JSON.read_text(encoding="utf-8"))["tools"]}
+    assert set(surface.params) == served
+    assert set(surface.params) - set(surface.results) == NOT_CALLED
+    for text in _texts().values():
+        assert not {r.tool for r in references(text) if r.kind == "result"} & NOT_CALLED
     assert "memories.id_str" in surface.results["recall"]
     assert "insights.tokens_saved" in surface.results["compile_context"]
     assert "working.goal" in surface.params["save_working_context"]

@@ -85,7 +85,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("path", "PATH", _parse_path, lambda: _home() / ".velesdb-memory",
             "Store directory (SQLite + FAISS index). Default ~/.velesdb-memory."),
     Setting("embedder", "EMBEDDER", _parse_str, lambda: "hash",
-            "Embedding backend. Default 'hash' (offline, deterministic)."),
+            "Embedding backend: 'hash' (offline, deterministic; default), 'local' (in-process "
+            "MiniLM, needs velesmem[embed]), 'ollama' or 'openai'."),
     Setting("default_ttl", "DEFAULT_TTL", _parse_positive_int, lambda: None,
             "Default expiry in seconds for facts remembered without ttl_seconds. Unset: permanent."),
     Setting("recall_mode", "RECALL_MODE", _parse_recall_mode, lambda: "hybrid",
@@ -113,6 +114,14 @@ SETTINGS: tuple[Setting, ...] = (
             "Ollama server for the 'ollama' embedder."),
     Setting("ollama_model", "OLLAMA_MODEL", _parse_str, lambda: "all-minilm",
             "Ollama embedding model for the 'ollama' embedder."),
+    Setting("openai_url", "OPENAI_URL", _parse_str, lambda: "https://api.openai.com/v1",
+            "Base URL of an OpenAI-compatible /v1/embeddings server for the 'openai' embedder "
+            "(with or without /v1)."),
+    Setting("openai_model", "OPENAI_MODEL", _parse_str, lambda: "text-embedding-3-small",
+            "Embedding model for the 'openai' embedder."),
+    Setting("openai_api_key", "OPENAI_API_KEY", _parse_str, lambda: "",
+            "API key for the 'openai' embedder, sent as a Bearer token; never stored or logged. "
+            "Unset: no Authorization header."),
 )
 
 
@@ -134,6 +143,9 @@ class Settings:
     ingest_roots: tuple[str, ...] = ()
     ollama_url: str = "http://localhost:11434"
     ollama_model: str = "all-minilm"
+    openai_url: str = "https://api.openai.com/v1"
+    openai_model: str = "text-embedding-3-small"
+    openai_api_key: str = field(default="", repr=False)  # a secret: kept out of repr and logs
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

@@ -65,3 +65,14 @@ DEFAULT_HTTP_MAX_BODY_BYTES = MAX_REQUEST_MEDIA_B64_BYTES + 16 * MIB
 HTTP_SESSION_IDLE_SECONDS = 30 * 60
 LEAF_CERT_DAYS = 30
 CA_CERT_YEARS = 10
+
+# --- embedders ----------------------------------------------------------------------------
+EMBED_WARM_WAIT_SECONDS = 30.0  # how long a call waits for a model that is still loading
+LOCAL_EMBED_BATCH = 64  # texts per onnxruntime call, sorted by token length
+LOCAL_EMBED_MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length; longer texts are truncated
+LOCAL_EMBED_MAX_THREADS = 4  # onnxruntime intra-op threads: min(cores, this)
+REMOTE_EMBED_BATCH = 64  # texts per HTTP embeddings request
+REMOTE_EMBED_TIMEOUT_SECONDS = 30.0  # read/write timeout of one request
+REMOTE_EMBED_CONNECT_TIMEOUT_SECONDS = 5.0
+REMOTE_EMBED_ATTEMPTS = 3  # tries per request on a dropped connection or a 5xx
+REMOTE_EMBED_BACKOFF_SECONDS = 0.2  # doubled after each failed try

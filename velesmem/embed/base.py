@@ -13,7 +13,8 @@ Lifecycle, the same for every backend:
   waits up to ``limits.EMBED_WARM_WAIT_SECONDS`` and then raises ``EmbedderWarming``; if none is
   running, the call warms synchronously itself (scripts, tests and benches need no ceremony).
 * **``dimension``** is fixed for ``hash`` and ``local``; a remote embedder learns it from the
-  probe, so reading it before ``warm()`` warms first (blocking).
+  probe, so reading it before ``warm()`` warms first (blocking) — and so does
+  ``isinstance(remote, Embedder)`` on Python 3.11, whose protocol check reads every attribute.
 """
 
 from __future__ import annotations

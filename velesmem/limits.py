@@ -69,6 +69,7 @@ CA_CERT_YEARS = 10
 # --- embedders ----------------------------------------------------------------------------
 EMBED_WARM_WAIT_SECONDS = 30.0  # how long a call waits for a model that is still loading
 LOCAL_EMBED_BATCH = 64  # texts per onnxruntime call, sorted by token length
+LOCAL_EMBED_PADDING_SLACK = 1.2  # a call's padded tokens may exceed its real tokens by 20 %
 LOCAL_EMBED_MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length; longer texts are truncated
 LOCAL_EMBED_MAX_THREADS = 4  # onnxruntime intra-op threads: min(cores, this)
 REMOTE_EMBED_BATCH = 64  # texts per HTTP embeddings request

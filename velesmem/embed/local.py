@@ -7,8 +7,9 @@ found with ``importlib.resources``; nothing is downloaded. Inference is onnxrunt
 with ``min(cores, LOCAL_EMBED_MAX_THREADS)`` intra-op threads and no spinning, mean pooling over
 the attention mask, then L2 normalisation — as sentence-transformers computes it.
 
-``embed`` merges concurrent callers' texts (``Coalescer``) and runs them as length-sorted
-batches of ``LOCAL_EMBED_BATCH``, so padding stays small and one model call serves many callers.
+``embed`` merges concurrent callers' texts (``Coalescer``) and runs them as length-sorted groups
+of at most ``LOCAL_EMBED_BATCH`` whose padding stays within ``LOCAL_EMBED_PADDING_SLACK``, so one
+model call serves many callers without paying for the longest text in every row.
 """
 
 from __future__ import annotations
@@ -76,6 +77,30 @@ def default_threads() -> int:
     return max(1, min(os.cpu_count() or 1, limits.LOCAL_EMBED_MAX_THREADS))
 
 
+def length_groups(lengths: list[int], max_size: int,
+                  slack: float = limits.LOCAL_EMBED_PADDING_SLACK) -> list[list[int]]:
+    """Indices grouped for model calls: sorted by length, a group closes when padding to its
+    longest member would cost more than ``slack`` times its real tokens (or it is full).
+
+    Compute grows with the padded width, so one long text in a batch of short ones would make
+    the whole batch pay for its length; several tight calls are cheaper than one loose one.
+    """
+    groups: list[list[int]] = []
+    current: list[int] = []
+    tokens = 0
+    for index in sorted(range(len(lengths)), key=lengths.__getitem__):
+        width = lengths[index]  # ascending: the newcomer is the group's longest
+        if current and (len(current) >= max_size
+                        or (len(current) + 1) * width > slack * (tokens + width)):
+            groups.append(current)
+            current, tokens = [], 0
+        current.append(index)
+        tokens += width
+    if current:
+        groups.append(current)
+    return groups
+
+
 class LocalEmbedder(Warmable):
     """all-MiniLM-L6-v2 int8 on onnxruntime. Construct cheaply; ``warm()`` loads (~0.5 s)."""
 
@@ -135,10 +160,8 @@ class LocalEmbedder(Warmable):
         if not rows:
             return out
         encodings = self._tokenizer.encode_batch([texts[i] for i in rows])
-        order = sorted(range(len(rows)), key=lambda j: len(encodings[j].ids))
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start:start + self.batch_size]
-            out[[rows[j] for j in chunk]] = self._run([encodings[j].ids for j in chunk])
+        for group in length_groups([len(e.ids) for e in encodings], self.batch_size):
+            out[[rows[j] for j in group]] = self._run([encodings[j].ids for j in group])
         return out
 
     def _run(self, id_lists: list[list[int]]) -> np.ndarray:

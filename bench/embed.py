@@ -4,8 +4,11 @@ The sentences are LoCoMo turns (``"<speaker>: <text>"``, as bench/locomo.py stor
 queries its questions, from ``shared/data/locomo10.json``.
 
 * **batched**: one caller embeds ``--sentences`` turns in calls of 1, 8, 32 and 64 texts;
-* **8 callers**: 8 threads each embed one turn per call (how concurrent ``remember`` calls reach
-  the embedder; the local model merges them into shared batches);
+* **8 callers**: 8 threads each embed one text per call (how concurrent ``remember`` calls reach
+  the embedder; the local model merges them into shared batches), with the turns and with the
+  (shorter) questions as texts;
+* **CPU ms/text**: process CPU time per turn in batches of 64, which other load on the machine
+  does not inflate (2 idle cores top out near 2000 / this figure texts/s);
 * **query**: one short question at a time, p50/p99 latency.
 
     python3 bench/embed.py [--embedders hash local] [--sentences 2000] [--queries 300]
@@ -44,11 +47,13 @@ def corpus(path: Path) -> tuple[list[str], list[str]]:
     return facts, questions
 
 
-def batched(embedder, texts: list[str], batch: int) -> float:
-    started = time.perf_counter()
+def batched(embedder, texts: list[str], batch: int) -> tuple[float, float]:
+    """(texts/s, CPU ms per text)."""
+    started, cpu = time.perf_counter(), time.process_time()
     for start in range(0, len(texts), batch):
         embedder.embed(texts[start:start + batch])
-    return len(texts) / (time.perf_counter() - started)
+    return (len(texts) / (time.perf_counter() - started),
+            (time.process_time() - cpu) * 1000 / len(texts))
 
 
 def concurrent(embedder, texts: list[str]) -> float:
@@ -91,7 +96,8 @@ def main() -> None:
     facts, questions = facts[:args.sentences], questions[:args.queries]
     print(f"machine: {machine()}\ncommand: {command()}")
     print(f"{len(facts)} LoCoMo turns (mean {sum(map(len, facts)) / len(facts):.0f} chars), "
-          f"{len(questions)} questions\n")
+          f"{len(questions)} questions (mean {sum(map(len, questions)) / len(questions):.0f} "
+          "chars)\n")
     rows, results = [], {}
     for name in args.embedders:
         embedder = load_embedder(Settings(embedder=name))
@@ -99,17 +105,20 @@ def main() -> None:
         embedder.warm()
         warm_s = time.perf_counter() - started
         query_latency(embedder, questions[:20])  # settle caches before timing
-        figures = {f"batch_{b}": batched(embedder, facts, b) for b in BATCH_SIZES}
+        figures = {f"batch_{b}": batched(embedder, facts, b)[0] for b in BATCH_SIZES}
+        figures["cpu_ms_per_text"] = batched(embedder, facts, 64)[1]
         figures["callers_8"] = concurrent(embedder, facts)
+        figures["callers_8_short"] = concurrent(embedder, (questions * 4)[:len(facts)])
         latencies = query_latency(embedder, questions)
         figures.update(query_p50_ms=median(latencies), query_p99_ms=percentile(latencies, 99),
                        warm_s=warm_s)
         results[embedder.model] = figures
         rows.append([embedder.model, *(f"{figures[f'batch_{b}']:.0f}" for b in BATCH_SIZES),
-                     f"{figures['callers_8']:.0f}", f"{figures['query_p50_ms']:.2f}",
+                     f"{figures['callers_8']:.0f}", f"{figures['callers_8_short']:.0f}",
+                     f"{figures['cpu_ms_per_text']:.2f}", f"{figures['query_p50_ms']:.2f}",
                      f"{figures['query_p99_ms']:.2f}", f"{warm_s:.2f}"])
     print_table(["embedder", *(f"batch {b} /s" for b in BATCH_SIZES), "8 callers /s",
-                 "query p50 ms", "query p99 ms", "warm s"], rows)
+                 "8 callers, questions /s", "CPU ms/text", "query p50 ms", "query p99 ms", "warm s"], rows)
     print(f"\nresults: {write_results('embed', {'sentences': len(facts), 'results': results})}")
 
 

@@ -210,3 +210,15 @@ def test_the_openai_endpoint_rule() -> None:
 def test_a_missing_model_name_is_refused_at_construction() -> None:
     with pytest.raises(Internal, match="needs a model name"):
         load_embedder(Settings(embedder="openai", openai_model=""))
+
+
+def test_openai_settings_come_from_the_environment(server) -> None:
+    server.behaviour.api_key = KEY
+    settings = Settings.from_env({"VELESDB_MEMORY_EMBEDDER": "openai",
+                                  "VELESDB_MEMORY_OPENAI_URL": server.url + "/v1",
+                                  "VELESDB_MEMORY_OPENAI_MODEL": "nomic-embed-text",
+                                  "VELESDB_MEMORY_OPENAI_API_KEY": KEY})
+    embedder = load_embedder(settings)
+    assert embedder.model == "openai:nomic-embed-text" and embedder.dimension == 48
+    assert server.behaviour.requests[-1]["body"]["model"] == "nomic-embed-text"
+    assert KEY not in repr(settings)

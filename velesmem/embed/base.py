@@ -24,11 +24,9 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from velesmem.errors import Internal
+from velesmem.errors import EmbedderWarming
 
-
-class EmbedderWarming(Internal):
-    """The embedder is still loading (or probing its server) after the wait bound; retry soon."""
+__all__ = ["Embedder", "EmbedderWarming"]
 
 
 @runtime_checkable

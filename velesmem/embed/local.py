@@ -40,7 +40,14 @@ _RUNTIME_MODULES = ("onnxruntime", "tokenizers", MODEL_PACKAGE)
 
 def missing_modules() -> list[str]:
     """The modules of the ``embed`` extra that are not importable (empty: all installed)."""
-    return [name for name in _RUNTIME_MODULES if importlib.util.find_spec(name) is None]
+    return [name for name in _RUNTIME_MODULES if not _importable(name)]
+
+
+def _importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ValueError:  # already imported without a __spec__ (e.g. built by hand): present
+        return True
 
 
 def model_file() -> Path:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 
 from velesmem import limits
-from velesmem.embed.base import EmbedderWarming
+from velesmem.errors import EmbedderWarming
 
 
 class Warmable:

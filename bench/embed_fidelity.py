@@ -54,7 +54,8 @@ class Bert:
 
     def embed(self, ids: list[int]) -> np.ndarray:
         w, n = self.w, len(ids)
-        x = (w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:n]
+        x = (w["embeddings.word_embeddings.weight"][ids]
+             + w["embeddings.position_embeddings.weight"][:n]
              + w["embeddings.token_type_embeddings.weight"][0])
         x = self._ln(x, "embeddings.LayerNorm")
         width = x.shape[1] // HEADS

@@ -53,7 +53,8 @@ def test_ollama_probes_the_dimension_then_embeds(server) -> None:
     assert not embedder.ready and server.behaviour.requests == []  # constructing sends nothing
     embedder.warm()
     assert isinstance(embedder, Embedder)  # after warm: on 3.11 the check reads .dimension
-    assert embedder.ready and len(server.behaviour.requests) == 1 and (embedder.model, embedder.dimension) == ("ollama:all-minilm", 48)
+    assert embedder.ready and len(server.behaviour.requests) == 1
+    assert (embedder.model, embedder.dimension) == ("ollama:all-minilm", 48)
     vecs = embedder.embed(TEXTS)
     assert vecs.dtype == np.float32 and np.allclose(vecs, expected(TEXTS), atol=1e-6)
     assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0)  # the server's ×3 is normalised away
@@ -201,7 +202,8 @@ def test_concurrent_callers_share_requests(server) -> None:
 
 
 def test_the_openai_endpoint_rule() -> None:
-    assert openai_embeddings_url("https://api.example.test") == "https://api.example.test/v1/embeddings"
+    assert openai_embeddings_url("https://api.example.test") == \
+        "https://api.example.test/v1/embeddings"
     assert openai_embeddings_url("https://h/v1/") == "https://h/v1/embeddings"
     assert openai_embeddings_url("https://h/openai/v1") == "https://h/openai/v1/embeddings"
     assert openai_embeddings_url("https://h/v1/embeddings") == "https://h/v1/embeddings"

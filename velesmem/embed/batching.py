@@ -30,7 +30,7 @@ class _Request:
 
 
 class Coalescer:
-    """Runs ``fn(texts) -> (len(texts), d) array`` over the merged requests of concurrent callers."""
+    """Runs ``fn(texts) -> (len(texts), d) array`` over concurrent callers' merged requests."""
 
     def __init__(self, fn: Callable[[list[str]], np.ndarray], max_texts: int) -> None:
         self._fn = fn

@@ -126,8 +126,9 @@ class RemoteEmbedder(Warmable):
             body = response.json()
             vectors = self._parse(body)
         except (ValueError, KeyError, TypeError, IndexError):
-            raise Internal(f"{self._label()}: {self.url} answered with something that is not an "
-                           f"embeddings response ({self._snippet(response)}): {self._fix}") from None
+            raise Internal(
+                f"{self._label()}: {self.url} answered with something that is not an embeddings "
+                f"response ({self._snippet(response)}): {self._fix}") from None
         if len(vectors) != len(texts) or not all(isinstance(v, list) for v in vectors):
             raise Internal(f"{self._label()}: {self.url} returned {len(vectors)} vectors for "
                            f"{len(texts)} texts: {self._fix}")
@@ -192,7 +193,7 @@ class RemoteEmbedder(Warmable):
 
 
 class OllamaEmbedder(RemoteEmbedder):
-    """Ollama's ``POST /api/embed`` (``{"model", "input": [...]}`` → ``{"embeddings": [...]}``)."""
+    """Ollama's ``POST /api/embed``: ``{"model", "input": [...]}`` → ``{"embeddings": [...]}``."""
 
     backend = "ollama"
 
@@ -221,7 +222,7 @@ def openai_embeddings_url(base_url: str) -> str:
 
 
 class OpenAIEmbedder(RemoteEmbedder):
-    """Any OpenAI-compatible ``POST /v1/embeddings`` (OpenAI, vLLM, llama.cpp, LM Studio, TEI…)."""
+    """Any OpenAI-compatible ``POST /v1/embeddings`` (OpenAI, vLLM, llama.cpp, LM Studio…)."""
 
     backend = "openai"
 

@@ -16,7 +16,8 @@ from velesmem.errors import EmbedderWarming
 class Warmable:
     """Mixin: ``ready``, ``warm()`` and ``_ensure_warm()`` around an abstract ``_load()``."""
 
-    def __init__(self, what: str, warm_wait_seconds: float = limits.EMBED_WARM_WAIT_SECONDS) -> None:
+    def __init__(self, what: str,
+                 warm_wait_seconds: float = limits.EMBED_WARM_WAIT_SECONDS) -> None:
         self._what = what
         self._warm_wait_seconds = warm_wait_seconds
         self._warm_lock = threading.Lock()

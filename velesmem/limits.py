@@ -68,7 +68,9 @@ CA_CERT_YEARS = 10
 
 # --- embedders ----------------------------------------------------------------------------
 EMBED_WARM_WAIT_SECONDS = 30.0  # how long a call waits for a model that is still loading
-LOCAL_EMBED_BATCH = 64  # texts per onnxruntime call, sorted by token length
+# Texts per model call (sorted by token length). Compute-bound: 16 costs no more CPU per text
+# than 64, and a query queued behind a bulk import waits for at most one such call.
+LOCAL_EMBED_BATCH = 16
 LOCAL_EMBED_PADDING_SLACK = 1.2  # a call's padded tokens may exceed its real tokens by 20 %
 LOCAL_EMBED_MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length; longer texts are truncated
 LOCAL_EMBED_MAX_THREADS = 4  # onnxruntime intra-op threads: min(cores, this)

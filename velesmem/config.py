@@ -85,8 +85,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("path", "PATH", _parse_path, lambda: _home() / ".velesdb-memory",
             "Store directory (SQLite + FAISS index). Default ~/.velesdb-memory."),
     Setting("embedder", "EMBEDDER", _parse_str, lambda: "hash",
-            "Embedding backend: 'hash' (offline, deterministic; default), 'local' (in-process "
-            "MiniLM, needs velesmem[embed]), 'ollama' or 'openai'."),
+            "Embedding backend. Default 'hash' (offline, deterministic)."),
     Setting("default_ttl", "DEFAULT_TTL", _parse_positive_int, lambda: None,
             "Default expiry in seconds for facts remembered without ttl_seconds. Unset: permanent."),
     Setting("recall_mode", "RECALL_MODE", _parse_recall_mode, lambda: "hybrid",

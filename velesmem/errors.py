@@ -9,8 +9,7 @@
     ├── NotFound             a missing id                                          (-32602)
     └── Internal             store fault, misconfiguration, a tool that crashed    (-32603)
         ├── StoreLocked          another process owns the store directory
-        ├── EmbedderMismatch     the store was filled by another embedder
-        └── EmbedderWarming      the embedding model is still loading after the wait bound
+        └── EmbedderMismatch     the store was filled by another embedder
 
 Services raise these where the problem is known; the MCP layer maps ``category`` to a
 JSON-RPC code in exactly one place (``velesmem.mcp.errors``).
@@ -79,7 +78,3 @@ class StoreLocked(Internal):
 
 class EmbedderMismatch(Internal):
     """The store was filled by a different embedder (model or dimension)."""
-
-
-class EmbedderWarming(Internal):
-    """The embedder is still loading (or probing its server) after the wait bound; retry soon."""

@@ -24,9 +24,11 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from velesmem.errors import EmbedderWarming
+from velesmem.errors import Internal
 
-__all__ = ["Embedder", "EmbedderWarming"]
+
+class EmbedderWarming(Internal):
+    """The embedder is still loading (or probing its server) after the wait bound; retry soon."""
 
 
 @runtime_checkable

@@ -48,9 +48,9 @@ def local_available() -> bool:
 
 
 def load_embedder(settings: Settings) -> Embedder:
-    """The embedder ``settings.embedder`` names, not yet warmed; Internal (with the fix) when the
-    name is unknown or the backend cannot work here (e.g. the ``embed`` extra is missing)."""
-    name = settings.embedder.strip().lower()
+    """The embedder ``settings.embedder`` names (unset: hash), not yet warmed; Internal (with the
+    fix) when the name is unknown or the backend cannot work here (the ``embed`` extra missing)."""
+    name = (settings.embedder or "hash").strip().lower()
     factory = BACKENDS.get(name)
     if factory is None:
         known = ", ".join(sorted(BACKENDS))

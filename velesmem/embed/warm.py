@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 
 from velesmem import limits
-from velesmem.errors import EmbedderWarming
+from velesmem.embed.base import EmbedderWarming
 
 
 class Warmable:

@@ -31,6 +31,9 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     for name in list(os.environ):
         if name.startswith("VELESDB_MEMORY_") or name in USER_DIR_VARS:
             monkeypatch.delenv(name)
+    # The offline hash embedder unless a test asks for another: fast and deterministic. (A new
+    # store's default, `local` when velesmem[embed] is installed, has tests of its own.)
+    monkeypatch.setenv("VELESDB_MEMORY_EMBEDDER", "hash")
 
 
 # --- the memory engine on a temp store, with a clock the test moves --------------------------
@@ -62,7 +65,7 @@ def store_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def settings() -> Settings:
-    return Settings.from_env({})
+    return Settings.from_env({"VELESDB_MEMORY_EMBEDDER": "hash"})
 
 
 @pytest.fixture

@@ -184,6 +184,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("autograph", "AUTOGRAPH", _parse_autograph, lambda: None,
             "Graph built from every remember: off, identifiers or extractor. Default identifiers "
             "(extractor when EXTRACTOR is ollama or openai)."),
+    Setting("openai_url", "OPENAI_URL", _parse_str, lambda: "https://api.openai.com/v1",
+            "Base URL of an OpenAI-compatible /v1/embeddings server for the 'openai' embedder "
+            "(with or without /v1)."),
+    Setting("openai_model", "OPENAI_MODEL", _parse_str, lambda: "text-embedding-3-small",
+            "Embedding model for the 'openai' embedder."),
+    Setting("openai_api_key", "OPENAI_API_KEY", _parse_str, lambda: "",
+            "API key for the 'openai' embedder, sent as a Bearer token; never stored or logged. "
+            "Unset: no Authorization header."),
 )
 
 
@@ -212,6 +220,9 @@ class Settings:
     extractor_api_key: str = field(default="", repr=False)  # a secret: kept out of repr/logs
     extractor_timeout: int = limits.DEFAULT_EXTRACTOR_TIMEOUT_SECONDS
     autograph: str | None = None  # None: the default (see velesmem.extract.autograph_mode)
+    openai_url: str = "https://api.openai.com/v1"
+    openai_model: str = "text-embedding-3-small"
+    openai_api_key: str = field(default="", repr=False)  # a secret: kept out of repr and logs
 
     @classmethod
     def from_env(

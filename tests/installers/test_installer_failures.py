@@ -46,15 +46,19 @@ def test_service_install_shows_the_error_of_a_daemon_that_dies_at_start(daemon: 
 
 
 def test_the_installer_shows_why_the_daemon_died_and_wires_nothing(tmp_path: Path) -> None:
-    """An embedder the daemon cannot start with (``ollama`` pointed at a port where nothing
-    listens): the installer fails, quoting the daemon's own error, not a missing CA."""
-    closed = free_port()
-    run = run_installer(tmp_path, f"--port={free_port()}", "--yes", "--embedder=ollama",
-                        f"--ollama-url=http://127.0.0.1:{closed}")
+    """An embedder the daemon refuses to start with (``local`` asked for a store the hash
+    embedder filled): the installer fails, quoting the daemon's own error, not a missing CA."""
+    from velesmem.config import Settings
+    from velesmem.memory import MemoryService
+
+    store = tmp_path / ".velesdb-memory"
+    with MemoryService.open(store, settings=Settings(path=store, embedder="hash")) as memory:
+        memory.remember("filled by the hash embedder")
+    run = run_installer(tmp_path, f"--port={free_port()}", "--yes", "--embedder=local")
     try:
         assert run.returncode == 1, run.stdout + run.stderr
         said = last_error_line(tmp_path / LOG)
-        assert "ollama" in said.lower()
+        assert "velesdb-memory migrate --to local" in said
         assert said in run.stderr  # shown as the daemon printed it
         failed = next(line for line in run.stdout.splitlines() if line.strip().startswith("failed   daemon"))
         assert said in failed  # and in the summary's failed line

@@ -71,6 +71,7 @@ def test_flags_win_over_everything(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 def test_a_bad_value_in_the_record_names_the_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("VELESDB_MEMORY_EMBEDDER", raising=False)  # the record's value is read
     write_record(tmp_path, {"VELESDB_MEMORY_EMBEDDER": "nope"})
     from velesmem.errors import Internal
 

@@ -25,6 +25,7 @@
   Environment:
     VELESMEM_INSTALL_VENV    the virtual environment (default %USERPROFILE%\.velesdb-memory-venv)
     VELESMEM_INSTALL_SOURCE  what pip installs (default: this checkout)
+    VELESMEM_INSTALL_EXTRAS  extras installed with it (default embed; empty: hash embedder only)
     VELESMEM_INSTALL_PYTHON  an interpreter that already has velesmem: skip the venv and pip
     VELESMEM_INSTALL_MANAGER force the service manager (default: auto = Scheduled Task)
 
@@ -234,9 +235,11 @@ if ($env:VELESMEM_INSTALL_PYTHON) {
         Note "skipped" "pip install $Source" "velesmem $Have is already installed in $Venv (-Reinstall to install it again)"
     } else {
         Write-Host "installing velesmem from $Source"
-        & $Py -P -m pip install --quiet --disable-pip-version-check $Source
-        if ($LASTEXITCODE -ne 0) { Fail "pip install $Source failed" }
-        Note "done" "pip install $Source"
+        $Extras = if ($null -ne $env:VELESMEM_INSTALL_EXTRAS) { $env:VELESMEM_INSTALL_EXTRAS } else { "embed" }
+        $Target = if ($Extras) { "$Source[$Extras]" } else { $Source }
+        & $Py -P -m pip install --quiet --disable-pip-version-check $Target
+        if ($LASTEXITCODE -ne 0) { Fail "pip install $Target failed" }
+        Note "done" "pip install $Target"
     }
 }
 & $Py -P -c "import velesmem" 2>$null

@@ -76,6 +76,8 @@ options:
 environment:
   VELESMEM_INSTALL_VENV    the virtual environment to create/use (default ~/.velesdb-memory-venv)
   VELESMEM_INSTALL_SOURCE  what pip installs (default: this checkout)
+  VELESMEM_INSTALL_EXTRAS  the extras installed with it (default embed: the in-process
+                           semantic embedder a new store gets; empty for the hash embedder only)
   VELESMEM_INSTALL_PYTHON  an interpreter that already has velesmem: skip the venv and pip
                            (the tests use this; so can a developer with an editable install)
   VELESMEM_INSTALL_MANAGER force the service manager: launchd, systemd, background (default: auto)
@@ -305,9 +307,12 @@ else
   if [ -n "$HAVE" ] && [ "$HAVE" = "$SOURCE_VERSION" ] && [ "$REINSTALL" = 0 ]; then
     note skipped "pip install $SOURCE" "velesmem $HAVE is already installed in $VENV (--reinstall to install it again)"
   else
-    echo "installing velesmem from $SOURCE"
-    "$PY" -P -m pip install --quiet --disable-pip-version-check "$SOURCE" || fail "pip install $SOURCE failed"
-    note "done" "pip install $SOURCE"
+    EXTRAS=${VELESMEM_INSTALL_EXTRAS-embed}
+    TARGET=$SOURCE
+    [ -n "$EXTRAS" ] && TARGET="${SOURCE}[${EXTRAS}]"
+    echo "installing velesmem from $TARGET"
+    "$PY" -P -m pip install --quiet --disable-pip-version-check "$TARGET" || fail "pip install $TARGET failed"
+    note "done" "pip install $TARGET"
   fi
 fi
 "$PY" -P -c 'import velesmem' 2>/dev/null || die "$PY cannot import velesmem"

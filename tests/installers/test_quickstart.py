@@ -19,7 +19,7 @@ def test_quick_start_is_two_one_line_commands_each_in_a_venv() -> None:
     commands = quick_start_commands()
     assert len(commands) == 2 and all("\n" not in c for c in commands)
     daemon, tests = commands
-    assert daemon.startswith("python3 -m venv ") and "pip install ." in daemon and daemon.endswith("--http")
+    assert daemon.startswith("python3 -m venv ") and "pip install '.[embed]'" in daemon and daemon.endswith("--http")
     assert tests.startswith("python3 -m venv .venv && . .venv/bin/activate && ")
     assert "pip install -e '.[test]'" in tests and tests.endswith("python -m pytest")
     assert "externally managed" in README and "python3-venv" in README

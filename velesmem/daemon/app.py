@@ -1,5 +1,5 @@
 """The daemon's ASGI app: ``GET /health`` and the streamable-HTTP MCP endpoint at ``/mcp``, behind
-the guards.
+the guards (outermost first): Host/Origin, drain, session cap, body gate, duplicate request ids.
 
 FastMCP's app is mounted at ``/`` (mounting at ``/mcp`` would redirect to ``/mcp/``) and its
 lifespan is wrapped: the SDK session manager only exists inside it, and the session and body caps
@@ -8,9 +8,9 @@ are attributes of that manager, set there.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
 import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,17 +22,13 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Mount, Route
 
+from velesmem import limits
 from velesmem.config import Settings
 from velesmem.daemon.address import HEALTH_PATH, MCP_PATH, STORE_HEADER, DaemonAddress, is_loopback
-from velesmem.daemon.guards import (
-    BodyLimit,
-    DrainGate,
-    DrainState,
-    HostOriginGuard,
-    SessionCap,
-    allowed_authorities,
-    allowed_origins,
-)
+from velesmem.daemon.bodies import BodyBudget, BodyGate
+from velesmem.daemon.guards import DrainGate, DrainState, HostOriginGuard, allowed_authorities, allowed_origins
+from velesmem.daemon.request_ids import DuplicateIdGuard
+from velesmem.daemon.sessions import SessionCap
 
 
 def worker_threads() -> int:
@@ -47,9 +43,20 @@ class McpHandle:
     endpoint: Any  # fastmcp's StreamableHTTPASGIApp; its session_manager exists inside the lifespan
     drain: DrainState = field(default_factory=DrainState)
 
-    def session_count(self) -> int:
+    def live_sessions(self) -> Mapping[str, Any]:
+        """Session id → transport, live (the SDK manager's own table; empty outside the lifespan)."""
         manager = self.endpoint.session_manager
-        return 0 if manager is None else len(manager._server_instances)
+        return {} if manager is None else manager._server_instances
+
+    def session_count(self) -> int:
+        return len(self.live_sessions())
+
+    async def evict(self, session_id: str) -> None:
+        """End one session now: its id answers 404 at once and its slot is free."""
+        manager = self.endpoint.session_manager
+        transport = None if manager is None else manager._server_instances.get(session_id)
+        if transport is not None:
+            await manager._discard_session(session_id, transport)
 
     async def terminate_sessions(self) -> None:
         """End every session's transport (closes idle GET streams so shutdown need not wait)."""
@@ -80,7 +87,8 @@ def _find_endpoint(mcp_app: Starlette) -> Any:
 
 
 def build_app(
-    server: FastMCP, settings: Settings, address: DaemonAddress, *, idle_timeout_s: float
+    server: FastMCP, settings: Settings, address: DaemonAddress, *, idle_timeout_s: float,
+    body_queue_s: float = float(limits.HTTP_BODY_QUEUE_SECONDS),
 ) -> tuple[Starlette, McpHandle]:
     """The Starlette app serving ``/health`` and ``/mcp`` with every guard on."""
     mcp_app = server.http_app(path=MCP_PATH, session_idle_timeout=idle_timeout_s)
@@ -90,9 +98,13 @@ def build_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with mcp_app.lifespan(app):
             manager = handle.endpoint.session_manager
+            # SessionCap keeps the count at the cap by evicting idle sessions; the SDK's own cap
+            # stays as a backstop.
             manager.max_sessions = settings.http_max_sessions
             manager.max_request_body_size = settings.http_max_body_bytes
-            manager.asgi_app.max_body_size = settings.http_max_body_bytes
+            # BodyGate enforces the body cap while streaming and hands over one copy; the SDK's
+            # limit middleware would buffer two more, so the manager serves requests directly.
+            manager.asgi_app = getattr(manager.asgi_app, "app", manager.asgi_app)
             # Sync tools run in worker threads. anyio's default of 40 lets CPU-bound calls crowd
             # the event loop off the GIL (slow /health, long tails) without adding throughput.
             anyio.to_thread.current_default_thread_limiter().total_tokens = worker_threads()
@@ -103,9 +115,11 @@ def build_app(
     middleware = [
         Middleware(HostOriginGuard, authorities=authorities,
                    origins=allowed_origins(authorities, address.scheme)),
-        Middleware(DrainGate, state=handle.drain),
-        Middleware(BodyLimit, max_bytes=settings.http_max_body_bytes),
-        Middleware(SessionCap, max_sessions=settings.http_max_sessions, count=handle.session_count),
+        Middleware(DrainGate, state=handle.drain, path=MCP_PATH),
+        Middleware(SessionCap, max_sessions=settings.http_max_sessions, directory=handle),
+        Middleware(BodyGate, max_bytes=settings.http_max_body_bytes,
+                   budget=BodyBudget(settings.http_max_body_bytes_in_flight), queue_timeout_s=body_queue_s),
+        Middleware(DuplicateIdGuard),
     ]
     routes = [
         Route(HEALTH_PATH, _health_endpoint(settings), methods=["GET", "HEAD"]),

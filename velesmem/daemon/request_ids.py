@@ -1,0 +1,111 @@
+"""Every request gets an answer: a JSON-RPC id reused on a session while the first request with it is
+still in flight is refused at once.
+
+The SDK routes each answer to the open response stream registered under ``str(id)``; a second
+request with the same id replaces the first's stream, so one of the two answers is lost and its
+stream is kept open by keep-alive pings forever (the client's read timeout never fires). The
+duplicate gets an immediate 409 whose JSON-RPC error names the id instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pydantic_core
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from velesmem.daemon.guards import MCP_SESSION_HEADER, jsonrpc_refusal
+
+INVALID_REQUEST = -32600
+# Clients write ``{"jsonrpc", "id", "method", "params"}`` in that order, so the id is found in a short
+# prefix without parsing a large body twice; otherwise the whole body is parsed.
+ID_PEEK_BYTES = 4096
+
+
+def request_id(body: bytes) -> tuple[bool, Any]:
+    """``(True, id)`` if ``body`` is a JSON-RPC request (a method and an id), else ``(False, None)``."""
+    if len(body) > ID_PEEK_BYTES:
+        try:
+            head = pydantic_core.from_json(body[:ID_PEEK_BYTES], allow_partial=True)
+        except ValueError:
+            head = None
+        # A partial parse keeps only complete strings, but a number cut short looks complete: trust
+        # the id only if another member follows it.
+        if isinstance(head, dict) and "id" in head and "method" in head and list(head)[-1] != "id":
+            return _as_request(head)
+    try:
+        message = pydantic_core.from_json(body)
+    except ValueError:
+        return False, None  # the SDK answers the parse error
+    return _as_request(message) if isinstance(message, dict) else (False, None)
+
+
+def _as_request(message: dict[str, Any]) -> tuple[bool, Any]:
+    rid = message.get("id")
+    if "method" not in message or rid is None or isinstance(rid, (dict, list, bool)):
+        return False, None  # a notification, a response, or an id the SDK itself refuses
+    return True, rid
+
+
+class DuplicateIdGuard:
+    """Tracks the request ids in flight per session and refuses a reused one (see module doc).
+    Sits inside ``BodyGate``, which hands the body over as one message."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.in_flight: dict[str, set[str]] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        session_id = Headers(scope=scope).get(MCP_SESSION_HEADER) if scope["type"] == "http" else None
+        if session_id is None or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        held = await _whole_body(receive)
+        if held is None:
+            await self.app(scope, receive, send)
+            return
+        is_request, rid = request_id(held[0])
+
+        async def replay() -> Message:
+            if held:
+                return {"type": "http.request", "body": held.pop(), "more_body": False}
+            return await receive()
+
+        if not is_request:
+            await self.app(scope, replay, send)
+            return
+        key = str(rid)  # the SDK's routing key: 7 and "7" collide there too
+        ids = self.in_flight.setdefault(session_id, set())
+        if key in ids:
+            held.clear()
+            await jsonrpc_refusal(
+                send, 409,
+                f"velesdb-memory: request id {rid!r} is already in flight on this session; give "
+                "every concurrent request its own id", code=INVALID_REQUEST, request_id=rid,
+            )
+            return
+        ids.add(key)
+        try:
+            await self.app(scope, replay, send)
+        finally:
+            ids.discard(key)
+            if not ids:
+                self.in_flight.pop(session_id, None)
+
+
+async def _whole_body(receive: Receive) -> list[bytes] | None:
+    """The body as a one-element list, or None if the client went away first."""
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    if len(chunks) == 1:
+        return chunks
+    body = b"".join(chunks)
+    chunks.clear()
+    return [body]

@@ -6,10 +6,11 @@
 - A body is parsed while its call runs, so it costs a few times its size. Bodies above
   ``HTTP_BODY_BUDGET_EXEMPT_BYTES`` share one budget across all connections: beyond it, a request
   waits in line (its bytes stay in the client's socket, not here), then gets a worded 503.
-- The body is read once into one ``bytes`` and handed to the app as a single message; the SDK's
-  own body limit (which keeps two more copies) is bypassed, since this one enforces the same cap.
-  (Starlette then copies it once more and the SDK parses it; FastMCP's strict input validation
-  re-serializes the arguments: a large call still costs a few times its size while it runs.)
+- The whole body is received before the app runs and handed over chunk by chunk, each chunk given
+  away as it is read (no copy here); the SDK's own body limit, which keeps two more copies, is
+  bypassed since this one enforces the same cap. Starlette then joins the chunks into the one copy
+  the SDK parses; FastMCP's strict input validation re-serializes the arguments, so a large call
+  still costs a few times its size while it runs.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import gc
 from collections import deque
+from collections.abc import Awaitable, Callable
 
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -124,16 +126,10 @@ class BodyGate:
                 )
                 return
         try:
-            held = await self._read(receive, send)
-            if held is None:
+            chunks = await self._read(receive, send)
+            if chunks is None:
                 return  # refused (413 sent) or the client went away
-
-            async def replay() -> Message:
-                if held:  # hand the one copy over and keep no reference to it here
-                    return {"type": "http.request", "body": held.pop(), "more_body": False}
-                return await receive()
-
-            await self.app(scope, replay, send)
+            await self.app(scope, replay_chunks(chunks, receive), send)
         finally:
             if reserve:
                 # The SDK and FastMCP leave a call's parsed arguments in reference cycles (an error
@@ -143,9 +139,9 @@ class BodyGate:
                 gc.collect()
                 self.budget.release(reserve)
 
-    async def _read(self, receive: Receive, send: Send) -> list[bytes] | None:
-        """The whole body as a one-element list (so the caller can give it away), or None."""
-        chunks: list[bytes] = []
+    async def _read(self, receive: Receive, send: Send) -> deque[bytes] | None:
+        """The whole body as its chunks, or None (refused with 413, or the client went away)."""
+        chunks: deque[bytes] = deque()
         received = 0
         while True:
             message = await receive()
@@ -159,9 +155,20 @@ class BodyGate:
             if chunk:
                 chunks.append(chunk)
             if not message.get("more_body", False):
-                break
-        if len(chunks) == 1:
-            return chunks
-        body = b"".join(chunks)
-        chunks.clear()
-        return [body]
+                return chunks
+
+
+def replay_chunks(chunks: deque[bytes], receive: Receive) -> Callable[[], Awaitable[Message]]:
+    """A ``receive`` that hands out ``chunks`` (giving each away) as one body, then defers to
+    ``receive`` (for the disconnect)."""
+    started = False
+
+    async def replay() -> Message:
+        nonlocal started
+        if chunks or not started:
+            started = True
+            body = chunks.popleft() if chunks else b""
+            return {"type": "http.request", "body": body, "more_body": bool(chunks)}
+        return await receive()
+
+    return replay

@@ -9,12 +9,15 @@ duplicate gets an immediate 409 whose JSON-RPC error names the id instead.
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 import pydantic_core
 from starlette.datastructures import Headers
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from velesmem.daemon.bodies import replay_chunks
 from velesmem.daemon.guards import MCP_SESSION_HEADER, jsonrpc_refusal
 
 INVALID_REQUEST = -32600
@@ -23,19 +26,26 @@ INVALID_REQUEST = -32600
 ID_PEEK_BYTES = 4096
 
 
-def request_id(body: bytes) -> tuple[bool, Any]:
-    """``(True, id)`` if ``body`` is a JSON-RPC request (a method and an id), else ``(False, None)``."""
-    if len(body) > ID_PEEK_BYTES:
+def request_id(chunks: Sequence[bytes]) -> tuple[bool, Any]:
+    """``(True, id)`` if the body made of ``chunks`` is a JSON-RPC request (a method and an id),
+    else ``(False, None)``."""
+    size = sum(len(c) for c in chunks)
+    if size > ID_PEEK_BYTES:
+        head_bytes = bytearray()
+        for chunk in chunks:
+            head_bytes += chunk[: ID_PEEK_BYTES - len(head_bytes)]
+            if len(head_bytes) >= ID_PEEK_BYTES:
+                break
         try:
-            head = pydantic_core.from_json(body[:ID_PEEK_BYTES], allow_partial=True)
+            head = pydantic_core.from_json(bytes(head_bytes), allow_partial=True)
         except ValueError:
             head = None
         # A partial parse keeps only complete strings, but a number cut short looks complete: trust
         # the id only if another member follows it.
         if isinstance(head, dict) and "id" in head and "method" in head and list(head)[-1] != "id":
             return _as_request(head)
-    try:
-        message = pydantic_core.from_json(body)
+    try:  # small, or the id comes late: parse it all (a transient copy)
+        message = pydantic_core.from_json(chunks[0] if len(chunks) == 1 else b"".join(chunks))
     except ValueError:
         return False, None  # the SDK answers the parse error
     return _as_request(message) if isinstance(message, dict) else (False, None)
@@ -50,7 +60,7 @@ def _as_request(message: dict[str, Any]) -> tuple[bool, Any]:
 
 class DuplicateIdGuard:
     """Tracks the request ids in flight per session and refuses a reused one (see module doc).
-    Sits inside ``BodyGate``, which hands the body over as one message."""
+    Sits inside ``BodyGate``, so the body is already in memory: collecting it here costs nothing."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -61,24 +71,19 @@ class DuplicateIdGuard:
         if session_id is None or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
-        held = await _whole_body(receive)
-        if held is None:
+        chunks = await _whole_body(receive)
+        if chunks is None:
             await self.app(scope, receive, send)
             return
-        is_request, rid = request_id(held[0])
-
-        async def replay() -> Message:
-            if held:
-                return {"type": "http.request", "body": held.pop(), "more_body": False}
-            return await receive()
-
+        is_request, rid = request_id(chunks) if chunks else (False, None)
+        replay = replay_chunks(chunks, receive)
         if not is_request:
             await self.app(scope, replay, send)
             return
         key = str(rid)  # the SDK's routing key: 7 and "7" collide there too
         ids = self.in_flight.setdefault(session_id, set())
         if key in ids:
-            held.clear()
+            chunks.clear()
             await jsonrpc_refusal(
                 send, 409,
                 f"velesdb-memory: request id {rid!r} is already in flight on this session; give "
@@ -94,18 +99,14 @@ class DuplicateIdGuard:
                 self.in_flight.pop(session_id, None)
 
 
-async def _whole_body(receive: Receive) -> list[bytes] | None:
-    """The body as a one-element list, or None if the client went away first."""
-    chunks: list[bytes] = []
+async def _whole_body(receive: Receive) -> deque[bytes] | None:
+    """The body's chunks, or None if the client went away first."""
+    chunks: deque[bytes] = deque()
     while True:
         message = await receive()
         if message["type"] != "http.request":
             return None
-        chunks.append(message.get("body", b""))
+        if message.get("body"):
+            chunks.append(message["body"])
         if not message.get("more_body", False):
-            break
-    if len(chunks) == 1:
-        return chunks
-    body = b"".join(chunks)
-    chunks.clear()
-    return [body]
+            return chunks

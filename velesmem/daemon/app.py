@@ -58,6 +58,11 @@ class McpHandle:
         if transport is not None:
             await manager._discard_session(session_id, transport)
 
+    def answer_pending(self, session_id: str, key: str) -> bool:
+        """True while the session's transport still has an answer stream open for request ``key``."""
+        transport = self.live_sessions().get(session_id)
+        return transport is not None and key in transport._request_streams
+
     async def terminate_sessions(self) -> None:
         """End every session's transport (closes idle GET streams so shutdown need not wait)."""
         manager = self.endpoint.session_manager
@@ -119,7 +124,7 @@ def build_app(
         Middleware(SessionCap, max_sessions=settings.http_max_sessions, directory=handle),
         Middleware(BodyGate, max_bytes=settings.http_max_body_bytes,
                    budget=BodyBudget(settings.http_max_body_bytes_in_flight), queue_timeout_s=body_queue_s),
-        Middleware(DuplicateIdGuard),
+        Middleware(DuplicateIdGuard, streams=handle),
     ]
     routes = [
         Route(HEALTH_PATH, _health_endpoint(settings), methods=["GET", "HEAD"]),

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import pydantic_core
 from starlette.datastructures import Headers
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from velesmem.daemon.bodies import replay_chunks
 from velesmem.daemon.guards import MCP_SESSION_HEADER, jsonrpc_refusal
@@ -58,13 +59,38 @@ def _as_request(message: dict[str, Any]) -> tuple[bool, Any]:
     return True, rid
 
 
+class OpenStreams(Protocol):
+    """Which request ids a session's SDK transport still has an answer stream open for."""
+
+    def answer_pending(self, session_id: str, key: str) -> bool: ...
+
+
+@dataclass(eq=False)
+class _InFlight:
+    """One request holding an id: has its answer started (then the SDK has registered the id)?"""
+
+    started: bool = False
+
+
 class DuplicateIdGuard:
     """Tracks the request ids in flight per session and refuses a reused one (see module doc).
-    Sits inside ``BodyGate``, so the body is already in memory: collecting it here costs nothing."""
+    Sits inside ``BodyGate``, so the body is already in memory: collecting it here costs nothing.
 
-    def __init__(self, app: ASGIApp) -> None:
+    An id is taken from when its request reaches the SDK until the SDK has sent its answer (the
+    SDK drops its answer stream then, a little before the request's ASGI call returns), so a client
+    may reuse an id the moment it has read the answer."""
+
+    def __init__(self, app: ASGIApp, *, streams: OpenStreams) -> None:
         self.app = app
-        self.in_flight: dict[str, set[str]] = {}
+        self.streams = streams
+        self.in_flight: dict[str, dict[str, list[_InFlight]]] = {}
+
+    def _taken(self, session_id: str, key: str) -> bool:
+        holders = self.in_flight.get(session_id, {}).get(key, [])
+        # Not yet answering: the SDK may not even have registered the id. Answering: taken as long
+        # as the SDK still routes answers for it.
+        return any(not h.started for h in holders) or (
+            bool(holders) and self.streams.answer_pending(session_id, key))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         session_id = Headers(scope=scope).get(MCP_SESSION_HEADER) if scope["type"] == "http" else None
@@ -81,8 +107,7 @@ class DuplicateIdGuard:
             await self.app(scope, replay, send)
             return
         key = str(rid)  # the SDK's routing key: 7 and "7" collide there too
-        ids = self.in_flight.setdefault(session_id, set())
-        if key in ids:
+        if self._taken(session_id, key):
             chunks.clear()
             await jsonrpc_refusal(
                 send, 409,
@@ -90,13 +115,24 @@ class DuplicateIdGuard:
                 "every concurrent request its own id", code=INVALID_REQUEST, request_id=rid,
             )
             return
-        ids.add(key)
+        holder = _InFlight()
+        holders = self.in_flight.setdefault(session_id, {}).setdefault(key, [])
+        holders.append(holder)
+
+        async def noting_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                holder.started = True
+            await send(message)
+
         try:
-            await self.app(scope, replay, send)
+            await self.app(scope, replay, noting_send)
         finally:
-            ids.discard(key)
-            if not ids:
-                self.in_flight.pop(session_id, None)
+            holders.remove(holder)
+            session = self.in_flight[session_id]
+            if not holders:
+                del session[key]
+            if not session:
+                del self.in_flight[session_id]
 
 
 async def _whole_body(receive: Receive) -> deque[bytes] | None:

@@ -34,7 +34,7 @@ def _closed_after(sock: ssl.SSLSocket, started: float, deadline_s: float, trickl
                 sock.send(trickle)
             if sock.recv(65536) == b"":
                 return time.monotonic() - started
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             continue
         except (OSError, ssl.SSLError):  # reset, or TLS torn down: closed either way
             return time.monotonic() - started

@@ -77,8 +77,8 @@ class ConnectionTable:
         self._handshaking.add(conn)
 
     def admit(self, conn: GuardedH11Protocol) -> bool:
-        """Count ``conn`` in (its handshake is done); beyond the cap, drop the connection that has waited longest for a
-        request. False (refuse ``conn``) only when every other connection is busy."""
+        """Count ``conn`` in (its handshake is done); beyond the cap, drop the connection that has
+        waited longest for a request. False (refuse ``conn``) only when every other one is busy."""
         self._handshaking.discard(conn)
         self._open.add(conn)
         if len(self._open) <= self.policy.max_connections:

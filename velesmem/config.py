@@ -161,7 +161,13 @@ SETTINGS: tuple[Setting, ...] = (
             "Largest /mcp request body in bytes; larger is refused with 413."),
     Setting("http_max_sessions", "HTTP_MAX_SESSIONS", _parse_positive_int,
             lambda: limits.DEFAULT_HTTP_MAX_SESSIONS,
-            "Most concurrent MCP sessions. Default 64; idle sessions expire."),
+            "Most concurrent MCP sessions. Default 64; at the cap the least recently active idle one is closed."),
+    Setting("http_max_connections", "HTTP_MAX_CONNECTIONS", _parse_positive_int,
+            lambda: limits.DEFAULT_HTTP_MAX_CONNECTIONS,
+            "Most open HTTP connections (also kept under the descriptor limit). Default 512."),
+    Setting("http_max_body_bytes_in_flight", "HTTP_MAX_BODY_BYTES_IN_FLIGHT", _parse_positive_int,
+            lambda: limits.DEFAULT_HTTP_MAX_BODY_BYTES_IN_FLIGHT,
+            "Request body bytes held at once across connections; larger bodies wait, then get 503."),
     Setting("tls_dir", "TLS_DIR", _parse_path, lambda: _home() / ".velesdb-memory-tls",
             "Directory of the local CA and leaf certificate. Default ~/.velesdb-memory-tls."),
     Setting("ingest_roots", "INGEST_ROOTS", _parse_roots, lambda: (),
@@ -210,6 +216,8 @@ class Settings:
     http_allow_remote: bool = False
     http_max_body_bytes: int = limits.DEFAULT_HTTP_MAX_BODY_BYTES
     http_max_sessions: int = limits.DEFAULT_HTTP_MAX_SESSIONS
+    http_max_connections: int = limits.DEFAULT_HTTP_MAX_CONNECTIONS
+    http_max_body_bytes_in_flight: int = limits.DEFAULT_HTTP_MAX_BODY_BYTES_IN_FLIGHT
     tls_dir: Path = field(default_factory=lambda: _home() / ".velesdb-memory-tls")
     ingest_roots: tuple[str, ...] = ()
     ollama_url: str = "http://localhost:11434"

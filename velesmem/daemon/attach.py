@@ -74,7 +74,8 @@ def _host_header(address: DaemonAddress) -> str:
 
 
 def run_stdio_proxy(settings: Settings) -> int:
-    """Relay stdio ↔ the daemon's /mcp until stdin closes or the daemon goes away."""
+    """Relay stdio ↔ the daemon's /mcp until stdin closes (then end the session and exit, like the
+    stdio server) or the daemon goes away."""
     address = daemon_address(settings)
     verify: ssl.SSLContext | bool = True
     if address.scheme == "https":
@@ -118,3 +119,7 @@ async def _relay(url: str, verify: ssl.SSLContext | bool) -> None:
 
                     tg.start_soon(upstream)
                     tg.start_soon(downstream)
+                # Both transports wait for their writer to be closed before they finish: without
+                # this, stdio_server's stdout writer would keep the proxy alive after stdin closed.
+                await local_write.aclose()
+                await remote_write.aclose()

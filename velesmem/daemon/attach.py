@@ -6,10 +6,11 @@ This is how a client configured for stdio shares the daemon's store instead of f
 
 from __future__ import annotations
 
+import logging
+
 import http.client
 import json
 import ssl
-import sys
 
 import anyio
 import httpx2
@@ -19,6 +20,8 @@ from mcp.server.stdio import stdio_server
 from velesmem.config import Settings
 from velesmem.daemon.address import HEALTH_PATH, STORE_HEADER, DaemonAddress, daemon_address
 from velesmem.daemon.tls import client_ssl_context, tls_files
+
+log = logging.getLogger("velesmem.daemon")
 
 HEALTH_TIMEOUT_S = 2.0
 CONNECT_TIMEOUT_S = 30.0
@@ -58,8 +61,8 @@ def daemon_answers(settings: Settings) -> bool:
                 return False
             theirs = body.get("store") or response.getheader(STORE_HEADER)
             if theirs != ours:
-                print(f"[velesdb-memory] the daemon at {address.url()} serves another store "
-                      f"({theirs}), not {ours}: not attaching", file=sys.stderr, flush=True)
+                log.warning(f"the daemon at {address.url()} serves another store "
+                            f"({theirs}), not {ours}: not attaching")
                 return False
             return True
         finally:
@@ -83,11 +86,9 @@ def run_stdio_proxy(settings: Settings) -> int:
         if ctx is None:
             raise RuntimeError("no CA to verify the daemon with")
         verify = ctx
-    print(
-        f"[velesdb-memory] store {settings.path} is held by a running daemon; attaching to "
-        f"{address.url()} (stdio ↔ {address.scheme.upper()} proxy, CA {tls_files(settings.tls_dir).ca_cert})",
-        file=sys.stderr,
-        flush=True,
+    log.info(
+        f"store {settings.path} is held by a running daemon; attaching to "
+        f"{address.url()} (stdio ↔ {address.scheme.upper()} proxy, CA {tls_files(settings.tls_dir).ca_cert})"
     )
     anyio.run(_relay, address.url(), verify)
     return 0
@@ -103,8 +104,7 @@ async def _relay(url: str, verify: ssl.SSLContext | bool) -> None:
                     async def upstream() -> None:
                         async for message in local_read:
                             if isinstance(message, Exception):
-                                print(f"[velesdb-memory] dropped a malformed message: {message}",
-                                      file=sys.stderr, flush=True)
+                                log.warning(f"dropped a malformed message: {message}")
                                 continue
                             await remote_write.send(message)
                         tg.cancel_scope.cancel()  # stdin closed: the client is gone
@@ -112,7 +112,7 @@ async def _relay(url: str, verify: ssl.SSLContext | bool) -> None:
                     async def downstream() -> None:
                         async for message in remote_read:
                             if isinstance(message, Exception):
-                                print(f"[velesdb-memory] daemon error: {message}", file=sys.stderr, flush=True)
+                                log.warning(f"daemon error: {message}")
                                 continue
                             await local_write.send(message)
                         tg.cancel_scope.cancel()  # the daemon closed the stream

@@ -15,8 +15,9 @@ uvicorn only times out a keep-alive connection idle after a response. Here, in a
 
 from __future__ import annotations
 
+import logging
+
 import asyncio
-import sys
 import weakref
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,8 @@ import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from velesmem import limits
+
+log = logging.getLogger("velesmem.daemon")
 
 
 @dataclass(frozen=True)
@@ -121,8 +124,8 @@ class GuardedH11Protocol(H11Protocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         if not self.table.admit(self):
-            print(f"[velesdb-memory] refused a connection: {self.policy.max_connections} connections are "
-                  "open and all busy (VELESDB_MEMORY_HTTP_MAX_CONNECTIONS)", file=sys.stderr, flush=True)
+            log.warning("refused a connection: %d connections are open and all busy "
+                        "(VELESDB_MEMORY_HTTP_MAX_CONNECTIONS)", self.policy.max_connections)
             transport.abort()
             return
         self._await_request()

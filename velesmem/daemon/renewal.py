@@ -7,14 +7,17 @@ already open keep the one they negotiated, and clients need no new trust and no 
 
 from __future__ import annotations
 
+import logging
+
 import asyncio
 import datetime as dt
 import ssl
-import sys
 from collections.abc import Callable
 
 from velesmem import limits
 from velesmem.daemon.tls import TlsFiles, leaf_expiry, renew_leaf
+
+log = logging.getLogger("velesmem.daemon")
 
 CHECKS_PER_MARGIN = 4  # looks per renewal margin, so a renewal is never a whole margin late
 
@@ -24,7 +27,8 @@ def _utcnow() -> dt.datetime:
 
 
 def _say(line: str) -> None:
-    print(f"[velesdb-memory] {line}", file=sys.stderr, flush=True)
+    """A lifecycle line for the daemon log (through logging, as every message)."""
+    log.info(line)
 
 
 class LeafRenewer:

@@ -8,10 +8,11 @@ daemon on the same store fails in well under a second with the lock message.
 
 from __future__ import annotations
 
+import logging
+
 import datetime as dt
 import gc
 import socket
-import sys
 
 from velesmem.config import Settings
 from velesmem.daemon.address import DaemonAddress, check_bind_allowed
@@ -19,11 +20,13 @@ from velesmem.daemon.tls import prepare_tls
 from velesmem.daemon.tuning import Tuning
 from velesmem.errors import Internal
 
-PREFIX = "[velesdb-memory]"
+log = logging.getLogger("velesmem.daemon")
+
 
 
 def _say(line: str) -> None:
-    print(f"{PREFIX} {line}", file=sys.stderr, flush=True)
+    """A lifecycle line for the daemon log (through logging, as every message)."""
+    log.info(line)
 
 
 def _bind_socket(address: DaemonAddress) -> socket.socket:

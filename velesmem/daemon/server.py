@@ -9,6 +9,8 @@ caller, which closes the store.
 
 from __future__ import annotations
 
+import logging
+
 import asyncio
 import contextlib
 import gc
@@ -31,6 +33,8 @@ from velesmem.daemon.connections import ConnectionPolicy, ConnectionTable, Guard
 from velesmem.daemon.renewal import LeafRenewer
 from velesmem.errors import Internal
 
+log = logging.getLogger("velesmem.daemon")
+
 POLL_S = 0.02
 
 
@@ -43,7 +47,8 @@ class ServeTls:
 
 
 def _say(line: str) -> None:
-    print(f"[velesdb-memory] {line}", file=sys.stderr, flush=True)
+    """A lifecycle line for the daemon log (through logging, as every message)."""
+    log.info(line)
 
 
 class _DaemonServer(uvicorn.Server):

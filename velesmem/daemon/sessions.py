@@ -10,8 +10,9 @@ refused, with a 503 that names the setting.
 
 from __future__ import annotations
 
+import logging
+
 import asyncio
-import sys
 import time
 from collections.abc import Collection, Mapping
 from typing import Any, Protocol
@@ -22,6 +23,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from velesmem.config import ENV_PREFIX
 from velesmem.daemon.guards import MCP_PROTOCOL_HEADER, MCP_SESSION_HEADER, jsonrpc_refusal
+
+log = logging.getLogger("velesmem.daemon")
 
 
 class SessionDirectory(Protocol):
@@ -115,8 +118,8 @@ class SessionCap:
                 await self.directory.evict(victim)
                 self.activity.forget_gone(live)
                 self.evicted += 1
-                print(f"[velesdb-memory] session cap ({self.max_sessions}) reached: closed the least "
-                      f"recently active idle session (idle {idle_s:.0f} s)", file=sys.stderr, flush=True)
+                log.info("session cap (%d) reached: closed the least recently active idle "
+                         "session (idle %.0f s)", self.max_sessions, idle_s)
             self._opening += 1
             return True
 

@@ -47,7 +47,7 @@ from velesmem.memory.results import (
     WhyNode,
     WhyResult,
 )
-from velesmem.store import ENTITY_HUB_KIND, FactWrite, Store, StoredFact
+from velesmem.store import FactWrite, Store, StoredFact
 from velesmem.store.predicates import All
 
 if TYPE_CHECKING:

@@ -33,7 +33,6 @@ from velesmem.migration.job import (
     CUTTING_OVER,
     DEFAULTS,
     KIND,
-    RESUMABLE,
     TERMINAL,
     MigrationJob,
     empty_progress,

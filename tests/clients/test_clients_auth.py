@@ -179,3 +179,16 @@ def test_wire_cli_takes_the_token_from_stdin_and_refuses_a_malformed_one(
     with pytest.raises(SystemExit):
         main(["wire", "--url", URL, "--token", "two words", *skips])
     assert "--token must be the token" in capsys.readouterr().err
+
+
+def test_wire_cli_without_a_token_writes_no_header(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    skips = [a for n in catalog.CLIENTS if n != catalog.CURSOR for a in ("--skip-client", n)]
+    assert main(["wire", "--url", URL, "--no-hooks", *skips]) == 0
+    assert "with a bearer token" not in capsys.readouterr().out
+    entry = json.loads((tmp_path / ".cursor/mcp.json").read_text())["mcpServers"]["velesdb-memory"]
+    assert entry == {"type": "http", "url": URL}

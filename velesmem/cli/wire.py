@@ -48,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--skip-client", action="append", type=_client_names, default=[],
                         metavar="NAME", help=f"leave a client alone (repeatable): {', '.join(CLIENTS)}")
     parser.add_argument("--uninstall", action="store_true", help="remove only our entry from each client")
-    parser.add_argument("--token", type=_token, default="", metavar="TOKEN",
+    parser.add_argument("--token", type=_token, default=None, metavar="TOKEN",
                         help="bearer token each client sends (velesdb-memory token create; - "
                         "reads it from stdin); needed by a daemon beyond loopback")
     parser.add_argument("--no-hooks", dest="hooks", action="store_false",
@@ -68,7 +68,7 @@ def _wire(args: argparse.Namespace) -> int:
         skip=frozenset(name for group in args.skip_client for name in group),
         uninstall=args.uninstall,
         hooks=args.hooks,
-        token=args.token,
+        token=args.token or "",
     )
     if args.uninstall:
         print(f"removing our entry ({SERVER_NAME}, for {request.url}) from every client")

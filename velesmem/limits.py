@@ -91,6 +91,12 @@ HTTP_DRAIN_SECONDS = 30  # on SIGTERM/SIGINT, longest wait for in-flight calls t
 HTTP_DRAIN_QUIET_SECONDS = 0.5
 HTTP_CLOSE_SECONDS = 2  # then the longest wait for connections to close before they are dropped
 
+# --- authentication (docs/auth.md) ---------------------------------------------------------
+AUTH_TOKEN_BYTES = 32  # random bytes in a bearer token (secrets.token_urlsafe): 43 characters
+AUTH_TOKEN_PREFIX = "vmt_"  # marks a velesmem token, so secret scanners and people recognise it
+MAX_AUTH_TOKEN_NAME_BYTES = 64  # a token's name, recorded as the author of its writes
+MAX_BEARER_BYTES = 512  # a longer Authorization value is refused without a lookup
+
 # --- extraction ---------------------------------------------------------------------------
 MAX_ENTITY_NAME_BYTES = MAX_RELATION_BYTES  # a topic, subject, object or attr entity
 MAX_PREDICATE_BYTES = MAX_RELATION_BYTES  # an edge: predicate becomes a relation label

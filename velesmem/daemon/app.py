@@ -1,5 +1,6 @@
 """The daemon's ASGI app: ``GET /health`` and the streamable-HTTP MCP endpoint at ``/mcp``, behind
-the guards (outermost first): Host/Origin, drain, session cap, body gate, duplicate request ids.
+the guards (outermost first): Host/Origin, bearer-token auth, drain, session cap, body gate,
+duplicate request ids.
 
 FastMCP's app is mounted at ``/`` (mounting at ``/mcp`` would redirect to ``/mcp/``) and its
 lifespan is wrapped: the SDK session manager only exists inside it, and the session and body caps
@@ -22,6 +23,7 @@ from starlette.routing import Mount, Route
 
 from velesmem import limits
 from velesmem.daemon.address import HEALTH_PATH, MCP_PATH, STORE_HEADER, DaemonAddress, is_loopback
+from velesmem.daemon.auth import AuthGuard, AuthPolicy, StoreTokenVerifier
 from velesmem.daemon.bodies import BodyBudget, BodyGate
 from velesmem.daemon.guards import DrainGate, DrainState, HostOriginGuard, allowed_authorities, allowed_origins
 from velesmem.daemon.request_ids import DuplicateIdGuard
@@ -91,10 +93,10 @@ def _find_endpoint(mcp_app: Starlette) -> Any:
 
 def build_app(
     server: FastMCP, runtime: Runtime, address: DaemonAddress, *, idle_timeout_s: float,
-    body_queue_s: float = float(limits.HTTP_BODY_QUEUE_SECONDS),
+    body_queue_s: float = float(limits.HTTP_BODY_QUEUE_SECONDS), auth: AuthPolicy,
 ) -> tuple[Starlette, McpHandle]:
     """The Starlette app serving ``/health`` and ``/mcp`` with every guard on; its lifespan
-    starts the Runtime."""
+    starts the Runtime. ``auth`` is the policy ``velesmem.daemon.auth.auth_policy`` settled."""
     settings = runtime.settings
     mcp_app = server.http_app(path=MCP_PATH, session_idle_timeout=idle_timeout_s)
     handle = McpHandle(endpoint=_find_endpoint(mcp_app), runtime=runtime)
@@ -118,6 +120,8 @@ def build_app(
     middleware = [
         Middleware(HostOriginGuard, authorities=authorities,
                    origins=allowed_origins(authorities, address.scheme)),
+        # Before anything that costs the daemon memory or a session slot.
+        Middleware(AuthGuard, policy=auth, verifier=StoreTokenVerifier(runtime.store)),
         Middleware(DrainGate, state=handle.drain, path=MCP_PATH),
         Middleware(SessionCap, max_sessions=settings.http_max_sessions, directory=handle),
         Middleware(BodyGate, max_bytes=settings.http_max_body_bytes,

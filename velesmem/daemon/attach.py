@@ -90,13 +90,15 @@ def run_stdio_proxy(settings: Settings) -> int:
         f"store {settings.path} is held by a running daemon; attaching to "
         f"{address.url()} (stdio ↔ {address.scheme.upper()} proxy, CA {tls_files(settings.tls_dir).ca_cert})"
     )
-    anyio.run(_relay, address.url(), verify)
+    anyio.run(_relay, address.url(), verify, settings.auth_token)
     return 0
 
 
-async def _relay(url: str, verify: ssl.SSLContext | bool) -> None:
+async def _relay(url: str, verify: ssl.SSLContext | bool, token: str = "") -> None:
     timeout = httpx2.Timeout(CONNECT_TIMEOUT_S, read=READ_TIMEOUT_S)
-    async with httpx2.AsyncClient(verify=verify, timeout=timeout) as http:
+    # VELESDB_MEMORY_AUTH_TOKEN, for a daemon that requires a bearer token (docs/auth.md)
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+    async with httpx2.AsyncClient(verify=verify, timeout=timeout, headers=headers) as http:
         async with streamable_http_client(url, http_client=http) as (remote_read, remote_write):
             async with stdio_server() as (local_read, local_write):
                 async with anyio.create_task_group() as tg:

@@ -81,6 +81,9 @@ def serve_http(settings: Settings) -> int:
     configure_logging()
     runtime = Runtime.open(settings, start=False)  # StoreLocked → the caller prints it, exit 1
     try:
+        from velesmem.daemon.auth import auth_policy
+
+        auth = auth_policy(settings, address, runtime.store)  # no live token when one is needed
         sock = _bind_socket(address)
         try:
             lifetime = dt.timedelta(seconds=tuning.leaf_lifetime_s)
@@ -101,8 +104,9 @@ def serve_http(settings: Settings) -> int:
             policy = ConnectionPolicy(max_connections=max_connections, request_timeout_s=tuning.request_timeout_s)
             server = build_server(AppContext(runtime))
             app, handle = build_app(server, runtime, address, idle_timeout_s=tuning.session_idle_s,
-                                    body_queue_s=tuning.body_queue_s)
+                                    body_queue_s=tuning.body_queue_s, auth=auth)
             _startup_lines(address, settings)
+            _say(auth.describe())
             if max_connections < settings.http_max_connections:
                 _say(f"at most {max_connections} connections at once (the open-file limit leaves no "
                      "room for more; raise it with `ulimit -n`)")

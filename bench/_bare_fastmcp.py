@@ -25,7 +25,10 @@ MCP_PATH = "/mcp"
 
 def build(defaults: bool = False) -> Any:
     from _common import RESULTS_DIR  # noqa: F401 — puts this checkout first on sys.path
-    from velesmem.daemon.app import HTTP_APP_OPTIONS
+    try:
+        from velesmem.daemon.app import HTTP_APP_OPTIONS
+    except ImportError:  # a checkout from before the option existed: FastMCP's defaults
+        HTTP_APP_OPTIONS = {}
 
     mcp = FastMCP(name="bare")
 

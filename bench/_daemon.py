@@ -23,6 +23,7 @@ from velesmem.daemon.tls import client_ssl_context, prepare_tls
 
 START_DEADLINE_S = 120.0
 BENCH_DIR = Path(__file__).resolve().parent
+CHECKOUT = BENCH_DIR.parent
 
 
 def free_port() -> int:
@@ -89,7 +90,9 @@ def daemon_env(root: Path, port: int, embedder: str, extra: dict[str, str] | Non
     env = {k: v for k, v in os.environ.items() if not k.startswith("VELESDB_MEMORY_")}
     env |= {"VELESDB_MEMORY_PATH": str(root / "store"), "VELESDB_MEMORY_TLS_DIR": str(root / "tls"),
             "VELESDB_MEMORY_HTTP_BIND": f"127.0.0.1:{port}", "HOME": str(root),
-            "VELESDB_MEMORY_EMBEDDER": embedder}
+            "VELESDB_MEMORY_EMBEDDER": embedder,
+            # the daemon runs this checkout's code, whatever velesmem the interpreter has installed
+            "PYTHONPATH": os.pathsep.join([str(CHECKOUT), *filter(None, [os.environ.get("PYTHONPATH")])])}
     return env | (extra or {})
 
 

@@ -140,10 +140,11 @@ def _row(kind: str, n: int, run: dict[str, Any], calls_per_unit: int) -> dict[st
             "cpu_ms_per_call": run["cpu_s"] * 1000 / max(calls, 1)}
 
 
-async def bare_round(n: int, ops: int, root: Path) -> dict[str, Any]:
-    served = start_bare(root)
+async def bare_round(n: int, ops: int, root: Path, defaults: bool = False) -> dict[str, Any]:
+    served = start_bare(root, defaults)
+    label = "bare FastMCP defaults, trivial tool" if defaults else "bare FastMCP, trivial tool"
     try:
-        return _row("bare FastMCP, trivial tool", n, await drive(served, n, ops, "bare", remember_only), 1)
+        return _row(label, n, await drive(served, n, ops, "bare", remember_only), 1)
     finally:
         served.stop()
 
@@ -181,11 +182,14 @@ def main() -> None:
     parser.add_argument("--ops", type=int, default=200, help="calls (or call pairs) per client per phase")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved bare/velesmem rounds; medians")
     parser.add_argument("--embedder", default="hash", help="the daemon's embedder (default hash)")
+    parser.add_argument("--bare-defaults", action="store_true",
+                        help="also run the bare server with FastMCP's default http_app options")
     args = parser.parse_args()
     load_before = load_average()
     rows: list[dict[str, Any]] = []
     for n in args.clients:
         bare: list[dict[str, Any]] = []
+        bare_defaults: list[dict[str, Any]] = []
         writes: list[dict[str, Any]] = []
         mixed: list[dict[str, Any]] = []
         for r in range(args.rounds):  # alternate who goes first: drift in the machine's load hits both
@@ -194,12 +198,17 @@ def main() -> None:
                 for kind in order:
                     if kind == "bare":
                         bare.append(asyncio.run(bare_round(n, args.ops, Path(tmp) / "bare")))
+                        if args.bare_defaults:
+                            bare_defaults.append(asyncio.run(bare_round(n, args.ops, Path(tmp) / "bare-d", True)))
                     else:
                         w, m = asyncio.run(velesmem_round(n, args.ops, Path(tmp) / "v", args.embedder))
                         writes.append(w)
                         mixed.append(m)
         ratios = [w["cpu_ms_per_call"] / b["cpu_ms_per_call"] for w, b in zip(writes, bare)]
         rows.append(_median_rows(bare) | {"x_bare": 1.0})
+        if bare_defaults:
+            rows.append(_median_rows(bare_defaults) | {"x_bare": round(statistics.median(
+                d["cpu_ms_per_call"] / b["cpu_ms_per_call"] for d, b in zip(bare_defaults, bare)), 2)})
         rows.append(_median_rows(writes) | {"x_bare": round(statistics.median(ratios), 2)})
         mixed_ratios = [m["cpu_ms_per_call"] / b["cpu_ms_per_call"] for m, b in zip(mixed, bare)]
         rows.append(_median_rows(mixed) | {"x_bare": round(statistics.median(mixed_ratios), 2)})
@@ -209,7 +218,13 @@ def main() -> None:
     print(f"machine: {machine()}")
     print(f"load average before: {load_before}; after: {load_after}")
     print(f"command: python3 bench/http_load.py --clients {' '.join(map(str, args.clients))} "
-          f"--ops {args.ops} --rounds {args.rounds} --embedder {args.embedder}\n")
+          f"--ops {args.ops} --rounds {args.rounds} --embedder {args.embedder}"
+          f"{' --bare-defaults' if args.bare_defaults else ''}\n")
+    try:
+        from velesmem.daemon.app import HTTP_APP_OPTIONS
+    except ImportError:
+        HTTP_APP_OPTIONS = {}
+    print(f"bare FastMCP: the daemon's http_app options {HTTP_APP_OPTIONS or '(FastMCP defaults)'}\n")
     keys = ["clients", "server", "calls", "errors", "lost", "calls_per_s", "p50_ms", "p99_ms",
             "cpu_ms_per_call", "x_bare"]
     print_table(keys, [[row.get(k, "") for k in keys] for row in rows])

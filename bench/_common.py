@@ -29,6 +29,14 @@ def machine() -> str:
     return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}"
 
 
+def load_average() -> str:
+    """The 1/5/15-minute load averages, printed beside each figure (the machine is shared)."""
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "n/a"
+
+
 def percentile(values: list[float], q: float) -> float:
     """The q-th percentile (0–100) by nearest rank; values need not be sorted."""
     ordered = sorted(values)

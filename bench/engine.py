@@ -9,7 +9,11 @@ Prints, for each corpus size (default 10k and 100k facts):
 Targets (issue 2): recall p50 ≤ 2 ms at 100k with recall@10 ≥ 0.95; remember ≥ 1,000 facts/s
 from 8 concurrent callers.
 
-Run: python3 bench/engine.py [--sizes 10000 100000] [--queries 300]
+The embedder is always ``hash`` (a new store would otherwise get ``local`` when the ``embed``
+extra is installed). ``--autograph`` says what builds the entity graph from each remember:
+``identifiers`` (the default a user gets) or ``off``; the line under the table names it.
+
+Run: python3 bench/engine.py [--sizes 10000 100000] [--queries 300] [--autograph identifiers|off]
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import machine, median, percentile, print_table, write_results
+from _common import load_average, machine, median, percentile, print_table, write_results
 
 from velesmem.config import Settings
 from velesmem.memory.service import MemoryService
@@ -82,13 +86,13 @@ def time_calls(fn, queries: list[str]) -> list[float]:
     return out
 
 
-def bench_size(n: int, queries_count: int, rng: random.Random) -> dict:
+def bench_size(n: int, queries_count: int, rng: random.Random, autograph: str) -> dict:
     facts = make_corpus(n, rng)
     queries = make_queries(queries_count, facts, rng)
     single_n = min(2000, n // 5)
     row: dict = {"facts": n}
     with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(path=Path(tmp), recall_mode="vector")
+        settings = Settings(path=Path(tmp), recall_mode="vector", embedder="hash", autograph=autograph)
         with MemoryService.open(Path(tmp), settings=settings) as svc:
             row["remember_1_caller_per_s"] = remember_all(svc, facts[:single_n], 1)
             row["remember_8_callers_per_s"] = remember_all(svc, facts[single_n:], 8)
@@ -114,7 +118,7 @@ def bench_size(n: int, queries_count: int, rng: random.Random) -> dict:
                 got = [m.content for m in svc.recall(q, k=10).memories]
                 hits += sum(1 for c in got if c in acceptable)
             row["recall_at_10"] = hits / (10 * len(queries))
-        hybrid = Settings(path=Path(tmp), recall_mode="hybrid")
+        hybrid = Settings(path=Path(tmp), recall_mode="hybrid", embedder="hash", autograph=autograph)
         with MemoryService.open(Path(tmp), settings=hybrid) as svc:
             for q in queries[:20]:
                 svc.recall(q, k=10)
@@ -131,12 +135,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--autograph", choices=["identifiers", "off"], default="identifiers")
     args = parser.parse_args()
+    load_before = load_average()
     rng = random.Random(SEED)
     rows = []
     for n in args.sizes:
         print(f"… {n} facts", flush=True)
-        rows.append(bench_size(n, args.queries, rng))
+        rows.append(bench_size(n, args.queries, rng, args.autograph))
     print_table(
         ["facts", "remember 1 caller/s", "remember 8 callers/s", "recall vector p50/p99 ms",
          "recall hybrid p50/p99 ms", "exact baseline p50/p99 ms", "p50 ratio exact/vector",
@@ -147,9 +153,11 @@ def main() -> None:
           f"{r['exact_p50_ms']:.2f} / {r['exact_p99_ms']:.2f}",
           f"{r['exact_p50_ms'] / r['vector_p50_ms']:.1f}x", f"{r['recall_at_10']:.3f}"]
          for r in rows])
-    print(f"\nreproduce: python3 bench/engine.py --sizes {' '.join(map(str, args.sizes))} "
-          f"--queries {args.queries}\nmachine: {machine()}")
-    print(f"results: {write_results('engine', {'rows': rows})}")
+    print(f"\nhash embedder, autograph {args.autograph}; load average before: {load_before}; "
+          f"after: {load_average()}")
+    print(f"reproduce: python3 bench/engine.py --sizes {' '.join(map(str, args.sizes))} "
+          f"--queries {args.queries} --autograph {args.autograph}\nmachine: {machine()}")
+    print(f"results: {write_results('engine', {'rows': rows, 'autograph': args.autograph})}")
 
 
 if __name__ == "__main__":

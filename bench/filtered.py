@@ -3,7 +3,8 @@
 Stores n facts (the engine benchmark's corpus, default 100k) with metadata
 ``{"b": i % 100, "g": "g<i % 10>", "h": i % 2 == 0}`` — an integer, a string and a boolean —
 then times, one query at a time in the default (hybrid) mode, recall with an exact filter and
-recall_where with a range predicate at 1 %, 10 % and 50 % selectivity, and prints p50/p99.
+recall_where with a range predicate at 1 %, 10 % and 50 % selectivity, and prints p50/p99 (hash
+embedder).
 Every result is checked to match its filter.
 
 Run: python3 bench/filtered.py [--facts 100000] [--queries 100] [--label before]
@@ -94,10 +95,10 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         print(f"… storing {args.facts} facts", flush=True)
-        with MemoryService.open(Path(tmp), settings=Settings(path=Path(tmp))) as svc:
+        with MemoryService.open(Path(tmp), settings=Settings(path=Path(tmp), embedder="hash")) as svc:
             per_s = fill(svc, facts)
         # reopened: the figures are for a store as a restarted daemon finds it
-        with MemoryService.open(Path(tmp), settings=Settings(path=Path(tmp))) as svc:
+        with MemoryService.open(Path(tmp), settings=Settings(path=Path(tmp), embedder="hash")) as svc:
             for selectivity, kind, arg, check in CASES:
                 ms = run_case(svc, kind, arg, check, queries)
                 rows.append({"selectivity": selectivity, "kind": kind, "arg": arg,

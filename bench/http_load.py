@@ -1,146 +1,238 @@
-"""HTTPS daemon under load: N concurrent MCP clients doing remember + recall.
+"""HTTPS daemon under load, side by side with a bare FastMCP server on the same transport.
 
-For each N (default 1, 4, 16) starts a fresh ``velesdb-memory --http`` subprocess (temp store and
-TLS dirs, free port, hash embedder) and runs N fastmcp clients at once, each over strict TLS
-verified against the daemon's CA, each doing ``--ops`` rounds of remember(new fact) then
-recall(that fact, k=10). Prints calls/s, per-call p50/p99 and the daemon's CPU time per call for
-each N, and writes bench/results/http_load.json. The clients run on the same machine as the
-daemon, so on a small box they compete with it for the cores.
+For each N (default 1 and 8) and each round (default 3), in alternating order:
 
-Run: python3 bench/http_load.py [--clients 1 4 16] [--ops 100]
+- **bare**: the FastMCP floor (``_bare_fastmcp.py``: one trivial tool, no guards, no store, TLS and
+  uvicorn/h11 like the daemon); N clients each call it ``--ops`` times;
+- **velesmem**: a fresh ``velesdb-memory --http`` (temp store and TLS dirs, free port, the hash
+  embedder unless ``--embedder``); N clients each ``remember`` ``--ops`` new facts, then each do
+  ``--ops`` rounds of remember + recall(that fact, k=10). Every acknowledged remember is then
+  looked for in the store (``lost`` counts the missing ones).
+
+Every client is a fastmcp ``Client`` over strict TLS verified against the server's CA, connected
+and warmed by one call before the clock and the server's CPU counter start. Prints medians over
+the rounds: calls/s, per-call p50/p99, the server's CPU time per call, and velesmem's CPU per
+remember as a ratio to the bare server's per call, in the same run. The clients share the
+machine's cores with the server. Writes bench/results/http_load.json.
+
+Run: python3 bench/http_load.py [--clients 1 8] [--ops 200] [--rounds 3] [--embedder hash]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import random
-import signal
-import socket
-import subprocess
+import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
-import httpx
 from _common import machine, percentile, print_table, write_results
-from fastmcp import Client
-from fastmcp.client.transports import StreamableHttpTransport
-
-from velesmem.daemon.tls import client_ssl_context
+from _daemon import Served, load_average, process_cpu_s, start_bare, start_daemon
 
 SEED = 20261130
-START_DEADLINE_S = 60.0
+LIST_PAGE = 1000  # list_memories' page cap
+
+Call = Callable[[Any, int], Awaitable[None]]  # (client, op index) → one timed unit of work
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def _fact(rng: random.Random, tag: str, i: int) -> str:
+    return f"{tag} note {i}: " + " ".join(f"w{rng.randrange(5000)}" for _ in range(12))
 
 
-def process_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of ``pid`` so far (Linux /proc; NaN elsewhere)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return float("nan")
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def start_daemon(root: Path) -> tuple[subprocess.Popen[bytes], str, Path]:
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VELESDB_MEMORY_")}
-    env |= {"VELESDB_MEMORY_PATH": str(root / "store"), "VELESDB_MEMORY_TLS_DIR": str(root / "tls"),
-            "VELESDB_MEMORY_HTTP_BIND": f"127.0.0.1:{port}", "HOME": str(root)}
-    log = open(root / "daemon.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "velesmem", "--http"], env=env, stdout=log,
-                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    ca = root / "tls" / "ca-cert.pem"
-    base = f"https://127.0.0.1:{port}"
-    end = time.monotonic() + START_DEADLINE_S
-    while True:
-        if proc.poll() is not None:
-            raise SystemExit(f"daemon exited: {(root / 'daemon.log').read_text()}")
-        try:
-            if ca.exists() and httpx.get(f"{base}/health", verify=client_ssl_context(ca), timeout=2).status_code == 200:
-                return proc, f"{base}/mcp", ca
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > end:
-            raise SystemExit("daemon did not answer /health in time")
-        time.sleep(0.05)
-
-
-async def one_client(url: str, ca: Path, n_clients: int, index: int, ops: int,
-                     remember_ms: list[float], recall_ms: list[float], errors: list[str]) -> None:
-    rng = random.Random(SEED + 1000 * n_clients + index)
-    async with Client(StreamableHttpTransport(url, verify=client_ssl_context(ca))) as client:
-        for i in range(ops):
-            fact = (f"n{n_clients} client {index} note {i}: "
-                    + " ".join(f"w{rng.randrange(5000)}" for _ in range(12)))
-            try:
-                t0 = time.perf_counter()
-                await client.call_tool("remember", {"fact": fact})
-                t1 = time.perf_counter()
-                result = await client.call_tool("recall", {"query": fact, "k": 10})
-                t2 = time.perf_counter()
-            except Exception as exc:  # noqa: BLE001 — counted and reported, never hidden
-                errors.append(repr(exc))
-                continue
-            if result.is_error:
-                errors.append(str(result.content))
-            remember_ms.append((t1 - t0) * 1000)
-            recall_ms.append((t2 - t1) * 1000)
-
-
-async def run_level(url: str, ca: Path, pid: int, n: int, ops: int) -> dict[str, float | int]:
-    remember_ms: list[float] = []
-    recall_ms: list[float] = []
+async def drive(served: Served, n: int, ops: int, tag: str,
+                work: Callable[[random.Random, str], Call]) -> dict[str, Any]:
+    """N connected, warmed clients run ``ops`` units of ``work`` each; the server's CPU and the
+    wall clock cover only the timed part."""
+    go = asyncio.Event()
+    ready = 0
+    all_ready = asyncio.Event()
+    latencies: list[float] = []
     errors: list[str] = []
-    cpu0 = process_cpu_s(pid)
+    acked: list[str] = []
+
+    async def one(index: int) -> None:
+        nonlocal ready
+        rng = random.Random(f"{SEED}-{tag}-{n}-{index}")
+        call = work(rng, f"{tag} n{n} client {index}")
+        async with served.client() as client:
+            await client.call_tool("remember", {"fact": f"{tag} n{n} warm-up {index}"})
+            acked.append(f"{tag} n{n} warm-up {index}")
+            ready += 1
+            if ready == n:
+                all_ready.set()
+            await go.wait()
+            for i in range(ops):
+                t0 = time.perf_counter()
+                try:
+                    fact = await call(client, i)
+                except Exception as exc:  # noqa: BLE001 — counted and reported, never hidden
+                    errors.append(repr(exc))
+                    continue
+                latencies.append((time.perf_counter() - t0) * 1000)
+                if fact:
+                    acked.append(fact)
+
+    tasks = [asyncio.create_task(one(i)) for i in range(n)]
+    waiter = asyncio.create_task(all_ready.wait())
+    await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
+    if not all_ready.is_set():  # a client failed to connect
+        await asyncio.gather(*tasks)
+    cpu0 = process_cpu_s(served.pid)
     t0 = time.perf_counter()
-    await asyncio.gather(*(one_client(url, ca, n, i, ops, remember_ms, recall_ms, errors) for i in range(n)))
+    go.set()
+    await asyncio.gather(*tasks)
     wall = time.perf_counter() - t0
-    calls = len(remember_ms) + len(recall_ms)
-    daemon_cpu_ms = (process_cpu_s(pid) - cpu0) * 1000 / max(calls, 1)
+    cpu = process_cpu_s(served.pid) - cpu0
     if errors:
-        print(f"  N={n}: {len(errors)} errors, first: {errors[0]}", file=sys.stderr)
-    return {
-        "clients": n, "calls": calls, "errors": len(errors), "wall_s": round(wall, 3),
-        "calls_per_s": round(calls / wall, 1),
-        "remember_p50_ms": round(percentile(remember_ms, 50), 2),
-        "remember_p99_ms": round(percentile(remember_ms, 99), 2),
-        "recall_p50_ms": round(percentile(recall_ms, 50), 2),
-        "recall_p99_ms": round(percentile(recall_ms, 99), 2),
-        "daemon_cpu_ms_per_call": round(daemon_cpu_ms, 2),
-    }
+        print(f"  {tag} N={n}: {len(errors)} errors, first: {errors[0]}", file=sys.stderr)
+    return {"units": len(latencies), "errors": len(errors), "wall_s": wall, "cpu_s": cpu,
+            "p50_ms": percentile(latencies, 50), "p99_ms": percentile(latencies, 99),
+            "acked": acked}
+
+
+def remember_only(rng: random.Random, tag: str) -> Call:
+    async def call(client: Any, i: int) -> str:
+        fact = _fact(rng, tag, i)
+        result = await client.call_tool("remember", {"fact": fact})
+        if result.is_error:
+            raise RuntimeError(str(result.content))
+        return fact
+    return call
+
+
+def remember_recall(rng: random.Random, tag: str) -> Call:
+    async def call(client: Any, i: int) -> str:
+        fact = _fact(rng, tag, i)
+        await client.call_tool("remember", {"fact": fact})
+        result = await client.call_tool("recall", {"query": fact, "k": 10})
+        if result.is_error:
+            raise RuntimeError(str(result.content))
+        return fact
+    return call
+
+
+async def stored_contents(served: Served) -> set[str]:
+    """Every fact's content in the daemon's store, walked with list_memories."""
+    seen: set[str] = set()
+    cursor = None
+    async with served.client() as client:
+        while True:
+            args: dict[str, Any] = {"limit": LIST_PAGE}
+            if cursor is not None:
+                args["cursor"] = cursor
+            page = (await client.call_tool("list_memories", args)).structured_content
+            seen.update(m["content"] for m in page["memories"])
+            cursor = page["next_cursor"]
+            if cursor is None:
+                return seen
+
+
+def _row(kind: str, n: int, run: dict[str, Any], calls_per_unit: int) -> dict[str, Any]:
+    calls = run["units"] * calls_per_unit
+    return {"server": kind, "clients": n, "calls": calls, "errors": run["errors"],
+            "units_per_s": run["units"] / run["wall_s"], "calls_per_s": calls / run["wall_s"],
+            "p50_ms": run["p50_ms"], "p99_ms": run["p99_ms"],
+            "cpu_ms_per_call": run["cpu_s"] * 1000 / max(calls, 1)}
+
+
+async def bare_round(n: int, ops: int, root: Path, defaults: bool = False) -> dict[str, Any]:
+    served = start_bare(root, defaults)
+    label = "bare FastMCP defaults, trivial tool" if defaults else "bare FastMCP, trivial tool"
+    try:
+        return _row(label, n, await drive(served, n, ops, "bare", remember_only), 1)
+    finally:
+        served.stop()
+
+
+async def velesmem_round(n: int, ops: int, root: Path, embedder: str) -> list[dict[str, Any]]:
+    served = start_daemon(root, embedder)
+    try:
+        writes = await drive(served, n, ops, "remember", remember_only)
+        mixed = await drive(served, n, ops, "mixed", remember_recall)
+        stored = await stored_contents(served)
+    finally:
+        served.stop()
+    acked = set(writes["acked"]) | set(mixed["acked"])
+    lost = len(acked - stored)
+    write_row = _row("velesmem remember", n, writes, 1) | {"lost": lost}
+    mixed_row = _row("velesmem remember + recall", n, mixed, 2) | {"lost": lost}
+    return [write_row, mixed_row]
+
+
+def _median_rows(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    out = dict(runs[0])
+    for key, value in runs[0].items():
+        if isinstance(value, float):
+            out[key] = round(statistics.median(r[key] for r in runs), 2)
+    out["errors"] = sum(r["errors"] for r in runs)
+    if "lost" in out:
+        out["lost"] = sum(r["lost"] for r in runs)
+    out["rounds"] = len(runs)
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16])
-    parser.add_argument("--ops", type=int, default=100, help="remember+recall rounds per client")
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 8])
+    parser.add_argument("--ops", type=int, default=200, help="calls (or call pairs) per client per phase")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved bare/velesmem rounds; medians")
+    parser.add_argument("--embedder", default="hash", help="the daemon's embedder (default hash)")
+    parser.add_argument("--bare-defaults", action="store_true",
+                        help="also run the bare server with FastMCP's default http_app options")
     args = parser.parse_args()
-    rows = []
-    for n in args.clients:  # a fresh daemon and store per level: levels do not inherit a bigger store
-        with tempfile.TemporaryDirectory(prefix="velesmem-http-load-") as tmp:
-            proc, url, ca = start_daemon(Path(tmp))
-            try:
-                rows.append(asyncio.run(run_level(url, ca, proc.pid, n, args.ops)))
-            finally:
-                proc.send_signal(signal.SIGTERM)
-                proc.wait(60)
-    print(f"\nHTTPS daemon load: N concurrent MCP clients, {args.ops} x (remember + recall k=10) each")
+    load_before = load_average()
+    rows: list[dict[str, Any]] = []
+    for n in args.clients:
+        bare: list[dict[str, Any]] = []
+        bare_defaults: list[dict[str, Any]] = []
+        writes: list[dict[str, Any]] = []
+        mixed: list[dict[str, Any]] = []
+        for r in range(args.rounds):  # alternate who goes first: drift in the machine's load hits both
+            with tempfile.TemporaryDirectory(prefix="velesmem-http-load-") as tmp:
+                order = ("bare", "velesmem") if r % 2 == 0 else ("velesmem", "bare")
+                for kind in order:
+                    if kind == "bare":
+                        bare.append(asyncio.run(bare_round(n, args.ops, Path(tmp) / "bare")))
+                        if args.bare_defaults:
+                            bare_defaults.append(asyncio.run(bare_round(n, args.ops, Path(tmp) / "bare-d", True)))
+                    else:
+                        w, m = asyncio.run(velesmem_round(n, args.ops, Path(tmp) / "v", args.embedder))
+                        writes.append(w)
+                        mixed.append(m)
+        ratios = [w["cpu_ms_per_call"] / b["cpu_ms_per_call"] for w, b in zip(writes, bare)]
+        rows.append(_median_rows(bare) | {"x_bare": 1.0})
+        if bare_defaults:
+            rows.append(_median_rows(bare_defaults) | {"x_bare": round(statistics.median(
+                d["cpu_ms_per_call"] / b["cpu_ms_per_call"] for d, b in zip(bare_defaults, bare)), 2)})
+        rows.append(_median_rows(writes) | {"x_bare": round(statistics.median(ratios), 2)})
+        mixed_ratios = [m["cpu_ms_per_call"] / b["cpu_ms_per_call"] for m, b in zip(mixed, bare)]
+        rows.append(_median_rows(mixed) | {"x_bare": round(statistics.median(mixed_ratios), 2)})
+    load_after = load_average()
+    print(f"\nHTTPS, N concurrent MCP clients, {args.ops} calls (or remember + recall pairs) each, "
+          f"medians of {args.rounds} interleaved rounds, embedder {args.embedder}")
     print(f"machine: {machine()}")
-    print(f"command: python3 bench/http_load.py --clients {' '.join(map(str, args.clients))} --ops {args.ops}\n")
-    keys = ["clients", "calls", "errors", "calls_per_s", "remember_p50_ms", "remember_p99_ms",
-            "recall_p50_ms", "recall_p99_ms", "daemon_cpu_ms_per_call"]
-    print_table(keys, [[row[k] for k in keys] for row in rows])
-    path = write_results("http_load", {"ops_per_client": args.ops, "levels": rows})
+    print(f"load average before: {load_before}; after: {load_after}")
+    print(f"command: python3 bench/http_load.py --clients {' '.join(map(str, args.clients))} "
+          f"--ops {args.ops} --rounds {args.rounds} --embedder {args.embedder}"
+          f"{' --bare-defaults' if args.bare_defaults else ''}\n")
+    try:
+        from velesmem.daemon.app import HTTP_APP_OPTIONS
+    except ImportError:
+        HTTP_APP_OPTIONS = {}
+    print(f"bare FastMCP: the daemon's http_app options {HTTP_APP_OPTIONS or '(FastMCP defaults)'}\n")
+    keys = ["clients", "server", "calls", "errors", "lost", "calls_per_s", "p50_ms", "p99_ms",
+            "cpu_ms_per_call", "x_bare"]
+    print_table(keys, [[row.get(k, "") for k in keys] for row in rows])
+    print("\nx_bare: server CPU per call / the bare FastMCP server's CPU per call in the same round "
+          "(median of the per-round ratios); a remember + recall row counts each pair as 2 calls.")
+    path = write_results("http_load", {"ops_per_client": args.ops, "rounds": args.rounds,
+                                       "embedder": args.embedder, "load_before": load_before,
+                                       "load_after": load_after, "rows": rows})
     print(f"\nwrote {path}")
 
 

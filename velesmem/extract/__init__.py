@@ -8,7 +8,7 @@ no store, no threads; the extraction jobs and the entity graph are built on top 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from velesmem.config import REMOTE_EXTRACTORS, Settings
 from velesmem.errors import Internal
@@ -23,8 +23,22 @@ from velesmem.extract.identifiers import (
 from velesmem.extract.model import Attribute, Extraction, Fact, Relation, canonical_name
 from velesmem.extract.outline import OutlineExtractor, parse_outline
 from velesmem.extract.prompt import SYSTEM_PROMPT
-from velesmem.extract.remote import OllamaExtractor, OpenAIExtractor
 from velesmem.extract.reply import parse_reply
+
+if TYPE_CHECKING:
+    from velesmem.extract.remote import OllamaExtractor, OpenAIExtractor
+
+_REMOTE_EXPORTS = ("OllamaExtractor", "OpenAIExtractor")
+
+
+def __getattr__(name: str) -> Any:
+    """The remote extractors, imported on first use: they bring httpx (~70 ms at every daemon
+    start otherwise, for a backend most stores never configure)."""
+    if name in _REMOTE_EXPORTS:
+        from velesmem.extract import remote
+
+        return getattr(remote, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 AUTOGRAPH_OFF, AUTOGRAPH_IDENTIFIERS, AUTOGRAPH_EXTRACTOR = "off", "identifiers", "extractor"
 
@@ -45,8 +59,11 @@ class Extractor(Protocol):
         ...
 
 
-def _remote(cls: type[OllamaExtractor] | type[OpenAIExtractor]) -> Callable[[Settings], Extractor]:
+def _remote(name: str) -> Callable[[Settings], Extractor]:
     def build(settings: Settings) -> Extractor:
+        from velesmem.extract import remote
+
+        cls: type[OllamaExtractor] | type[OpenAIExtractor] = getattr(remote, name)
         return cls(settings.extractor_url, settings.extractor_model,
                    api_key=settings.extractor_api_key, timeout=settings.extractor_timeout)
     return build
@@ -54,8 +71,8 @@ def _remote(cls: type[OllamaExtractor] | type[OpenAIExtractor]) -> Callable[[Set
 
 BACKENDS: dict[str, Callable[[Settings], Extractor]] = {
     "outline": lambda settings: OutlineExtractor(),
-    "ollama": _remote(OllamaExtractor),
-    "openai": _remote(OpenAIExtractor),
+    "ollama": _remote("OllamaExtractor"),
+    "openai": _remote("OpenAIExtractor"),
 }  # the same names, in the same order, as config.EXTRACTORS (a test keeps them in step)
 
 

@@ -19,6 +19,7 @@ from velesmem import limits
 from velesmem.context.media import png_bytes
 from velesmem.mcp.annotations import READ, WRITE
 from velesmem.mcp.app import AppContext
+from velesmem.mcp.results import tool_result
 from velesmem.mcp.wire import (
     Id,
     Integer,
@@ -196,9 +197,9 @@ def register(mcp: FastMCP, app: AppContext) -> None:
         """Compile context fragments into a token-budgeted, provenance-audited prompt context, deterministically and with no LLM call. Returns { content, sections, decisions, sources, retrieval_handles, insights, risk, warnings }; risk "high" means preserve-classified content could not be packed — check it before use."""
         if memory_scope is not None:
             await rt.ready()  # pulling memories needs the embedder and the vector index
-        return await rt.run(lambda: service.compile_context(_request(query, fragments, token_budget, project=project,
-                                                target_model=target_model, memory_scope=memory_scope,
-                                                policy=policy)))
+        return await rt.run(lambda: tool_result(service.compile_context(_request(
+            query, fragments, token_budget, project=project, target_model=target_model,
+            memory_scope=memory_scope, policy=policy))))
 
     @mcp.tool(annotations=COMPILE)
     async def compile_transcript(
@@ -215,7 +216,8 @@ def register(mcp: FastMCP, app: AppContext) -> None:
         args: dict[str, Any] = {"query": query, "token_budget": token_budget, "transcript": transcript,
                                 "path": path, "project": project, "target_model": target_model,
                                 "policy": plain(policy), "segmentation": plain(segmentation)}
-        return await rt.run(lambda: service.compile_transcript({k: v for k, v in args.items() if v is not None}))
+        return await rt.run(lambda: tool_result(service.compile_transcript(
+            {k: v for k, v in args.items() if v is not None})))
 
     @mcp.tool(annotations=READ)
     async def explain_compilation(
@@ -233,7 +235,7 @@ def register(mcp: FastMCP, app: AppContext) -> None:
         handle: Annotated[str, Field(description="A ctx://source/<hash> handle from a compiled context.")],
     ) -> Result:
         """Fetch back the exact original bytes behind a ctx://source/<hash> handle. Returns { handle, content, media? } — media byte-identical to the submitted base64."""
-        return await rt.run(lambda: service.retrieve(handle))
+        return await rt.run(lambda: tool_result(service.retrieve(handle)))
 
     @mcp.tool(annotations=READ)
     async def context_savings(

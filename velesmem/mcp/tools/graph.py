@@ -11,6 +11,7 @@ from velesmem import limits
 from velesmem.mcp.annotations import READ, WRITE
 from velesmem.mcp.app import AppContext
 from velesmem.mcp.author import request_author
+from velesmem.mcp.results import tool_result
 from velesmem.mcp.wire import OptObject, OptString, optional
 
 Result = dict[str, Any]
@@ -27,7 +28,7 @@ def register(mcp: FastMCP, app: AppContext) -> None:
         name: Annotated[str, Field(description="The entity, matched case-insensitively (trimmed, lowercased).")],
     ) -> Result:
         """Everything the auto-built graph knows about one named entity: attributes merged onto it, relations (typed edges leaving it) and relations_in (edges pointing at it, each naming its source) — read both: "who is Theo's sister?" is in his relations_in. Returns { found, id, id_str, name, attributes, relations, relations_in, relations_truncated, relations_in_truncated }; each direction is capped at 64 within a 4096-edge scan, and a cut is reported."""
-        return await rt.run(lambda: app.memory.entity(name).to_dict())
+        return await rt.run(lambda: tool_result(app.memory.entity(name).to_dict()))
 
     @mcp.tool(annotations=WRITE)
     async def remember_extracted(

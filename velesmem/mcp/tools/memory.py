@@ -1,7 +1,8 @@
 """The memory tools: remember, recall*, feedback, relate/unrelate, forget, why, list, status.
 
 Each tool is one call into ``MemoryService``; the service validates values and caps, the wire types
-validate shapes. Results are the service results' ``to_dict()`` (ids with their ``*_str`` twins).
+validate shapes. Results are the service results' ``to_dict()`` (ids with their ``*_str`` twins),
+made into wire results in the worker thread that computed them (``velesmem.mcp.results``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from velesmem.mcp.aliases import deprecated_alias
 from velesmem.mcp.annotations import CUMULATIVE, DELETE, READ, WRITE
 from velesmem.mcp.app import AppContext
 from velesmem.mcp.author import request_author
+from velesmem.mcp.results import Result, tool_result
 from velesmem.mcp.wire import (
     Boolean,
     Id,
@@ -31,8 +33,6 @@ from velesmem.mcp.wire import (
     opt_array_of,
     optional,
 )
-
-Result = dict[str, Any]
 
 ORDER = 0  # listed first, as in the contract
 
@@ -120,20 +120,20 @@ def register(mcp: FastMCP, app: AppContext) -> None:
         await rt.ready()
         result = await rt.write(memory.submit_remember, fact, links=plain, metadata=metadata,
                                 ttl_seconds=ttl_seconds, author=author)
-        return result.to_dict()
+        return tool_result(result.to_dict())
 
     @mcp.tool(annotations=READ)
     async def recall(*, query: Query, k: K = limits.DEFAULT_RECALL_K, filter: Filter) -> Result:
         """Semantic (vector) retrieval with an optional exact-match metadata filter. Returns { memories: [ { id, id_str, score, content, metadata } ] }; ranking blends similarity with learned confidence, score stays the raw similarity."""
         await rt.ready()
-        return await rt.run(lambda: memory.recall(query, k=k, filter=filter).to_dict())
+        return await rt.run(lambda: tool_result(memory.recall(query, k=k, filter=filter).to_dict()))
 
     @mcp.tool(annotations=READ)
     async def recall_where(*, query: Query, filters: Filters, k: K = limits.DEFAULT_RECALL_K) -> Result:
         """Semantic recall constrained by typed column predicates (ranges and comparisons, type-strict). Returns { memories }, most similar first, same envelope as recall."""
         plain = [{"field": p.field, "op": p.op, "value": p.value} for p in filters]
         await rt.ready()
-        return await rt.run(lambda: memory.recall_where(query, plain, k=k).to_dict())
+        return await rt.run(lambda: tool_result(memory.recall_where(query, plain, k=k).to_dict()))
 
     @mcp.tool(annotations=READ)
     async def recall_fused(
@@ -148,9 +148,9 @@ def register(mcp: FastMCP, app: AppContext) -> None:
     ) -> Result:
         """recall plus a graph walk from the top vector hit that folds connected facts into the ranking. Returns { memories, dated_context?, now? } (the last two only with date_field and at least one dated fact)."""
         await rt.ready()
-        return await rt.run(lambda: memory.recall_fused(
+        return await rt.run(lambda: tool_result(memory.recall_fused(
             query, k=k, filter=filter, hops=hops, graph_boost=graph_boost, pool=pool,
-            date_field=date_field).to_dict())
+            date_field=date_field).to_dict()))
 
     @mcp.tool(annotations=CUMULATIVE)
     async def feedback(
@@ -158,7 +158,7 @@ def register(mcp: FastMCP, app: AppContext) -> None:
         success: Success,
     ) -> Result:
         """Reinforce a recalled memory with an outcome. Returns { id, id_str, confidence }, the new learned confidence in [0, 1] that recall re-ranks by."""
-        return (await rt.write(memory.submit_feedback, id, success)).to_dict()
+        return tool_result((await rt.write(memory.submit_feedback, id, success)).to_dict())
 
     @mcp.tool(annotations=WRITE)
     async def relate(
@@ -168,7 +168,7 @@ def register(mcp: FastMCP, app: AppContext) -> None:
         relation: Relation,
     ) -> Result:
         """Create a typed, directional edge between two existing memories (why follows outgoing edges: point from at the decision, to at its evidence). Returns { edge_id, edge_id_str }; idempotent per (from, relation, to)."""
-        return (await rt.write(memory.submit_relate, from_, to, relation)).to_dict()
+        return tool_result((await rt.write(memory.submit_relate, from_, to, relation)).to_dict())
 
     @mcp.tool(annotations=DELETE)
     async def unrelate(
@@ -177,19 +177,19 @@ def register(mcp: FastMCP, app: AppContext) -> None:
         relation: Annotated[str, _doc("The label of the link to remove.")],
     ) -> Result:
         """Remove a typed edge, relate's exact undo; the memories stay. Returns { found, removed }; an absent edge answers found: false."""
-        return (await rt.write(memory.submit_unrelate, from_, to, relation)).to_dict()
+        return tool_result((await rt.write(memory.submit_unrelate, from_, to, relation)).to_dict())
 
     @mcp.tool(annotations=DELETE)
     async def forget(id: Annotated[Id, _doc("As returned by remember or recall (decimal string or number).")]) -> Result:
         """Permanently delete a memory by id, with its graph links. Returns { id, id_str, found }; found: false means nothing was stored under that id (a no-op)."""
         await rt.ready()
-        return (await rt.write(memory.submit_forget, id)).to_dict()
+        return tool_result((await rt.write(memory.submit_forget, id)).to_dict())
 
     @mcp.tool(annotations=READ)
     async def why(*, decision: Decision, max_hops: MaxHops = limits.DEFAULT_WHY_HOPS, filter: SeedFilter) -> Result:
         """Find the best-matching memory and return the subgraph reachable from it through outgoing typed links. Returns { nodes: [ { id, id_str, content, hop } ], edges: [ { from, from_str, to, to_str, relation } ], truncated }; the seed is hop 0."""
         await rt.ready()
-        return await rt.run(lambda: memory.why(decision, max_hops=max_hops, filter=filter).to_dict())
+        return await rt.run(lambda: tool_result(memory.why(decision, max_hops=max_hops, filter=filter).to_dict()))
 
     @mcp.tool(annotations=READ)
     async def list_memories(
@@ -200,13 +200,13 @@ def register(mcp: FastMCP, app: AppContext) -> None:
         include_internal: IncludeInternal = False,
     ) -> Result:
         """Audit the store: walk every stored fact page by page, ids ascending. Returns { memories: [ { id, id_str, content, metadata } ], next_cursor }; next_cursor is a decimal string, null ends the walk."""
-        return await rt.run(lambda: memory.list_memories(
-            cursor=cursor, limit=limit, filter=filter, include_internal=include_internal).to_dict())
+        return await rt.run(lambda: tool_result(memory.list_memories(
+            cursor=cursor, limit=limit, filter=filter, include_internal=include_internal).to_dict()))
 
     @mcp.tool(annotations=READ)
     async def memory_status() -> Result:
         """Report health and configuration. Returns { embedder, provenance, extraction, memory }: the running embedder, what filled the store, extraction state and corpus size. Call it at session start."""
-        return await rt.run(lambda: memory.memory_status().to_dict())
+        return await rt.run(lambda: tool_result(memory.memory_status().to_dict()))
 
     for name in COUNTED_TOOLS:
         deprecated_alias(mcp, name, alias="limit", canonical="k")

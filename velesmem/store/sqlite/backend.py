@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from velesmem import limits
 from velesmem.errors import EmbedderMismatch, Internal, InvalidInput
 from velesmem.ids import to_i64
 from velesmem.store.predicates import All
@@ -51,8 +52,6 @@ from velesmem.store.sqlite.writer import Outcome, Writer
 
 DB_FILE = "memory.sqlite3"
 BUSY_TIMEOUT_MS = 10_000
-MMAP_BYTES = 1 << 30  # reads through the OS page cache without a syscall per page
-CACHE_KIB = 32 * 1024  # per connection
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 MAX_BOUND_IDS = 4_096  # ids bound as parameters (SQLite allows 32,766)
@@ -69,8 +68,9 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
     conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False,
                            timeout=BUSY_TIMEOUT_MS / 1000)
     conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-    conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
-    conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+    conn.execute(f"PRAGMA mmap_size={limits.SQLITE_MMAP_BYTES}")
+    cache_kib = limits.SQLITE_READER_CACHE_KIB if readonly else limits.SQLITE_WRITER_CACHE_KIB
+    conn.execute(f"PRAGMA cache_size=-{cache_kib}")
     if not readonly:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")

@@ -137,6 +137,9 @@ SETTINGS: tuple[Setting, ...] = (
             "permanent."),
     Setting("backend", "BACKEND", _parse_backend, lambda: "sqlite",
             "Storage backend: 'sqlite' (one local store directory, default) or 'postgres'."),
+    Setting("database_url", "DATABASE_URL", _parse_str, lambda: "",
+            "PostgreSQL URL for the 'postgres' backend (postgresql://user:password@host/db; "
+            "the pgvector extension must be enabled). A secret: shown without its password."),
     Setting("recall_mode", "RECALL_MODE", _parse_recall_mode, lambda: "hybrid",
             "Ranking for recall: 'hybrid' (BM25 + vector, default) or 'vector' (vector only)."),
     Setting("http", "HTTP", _parse_bool, lambda: False,
@@ -187,6 +190,7 @@ class Settings:
     embedder: str = "hash"
     default_ttl: int | None = None
     backend: str = "sqlite"
+    database_url: str = field(default="", repr=False)  # a secret: never in a repr or a log
     recall_mode: str = "hybrid"
     http: bool = False
     http_bind: str = f"{limits.DEFAULT_HTTP_HOST}:{limits.DEFAULT_HTTP_PORT}"

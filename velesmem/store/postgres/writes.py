@@ -244,6 +244,29 @@ def feedback(store: PostgresStore, key: int, success: bool, now: float) -> Job:
     return job
 
 
+def restore(store: PostgresStore, key: int, confidence: float, successes: int, failures: int,
+            created_at: float, updated_at: float, expires_at: float | None) -> Job:
+    """Set a fact's learned state and times as exported (import); False when absent."""
+
+    def job(conn: Conn) -> Outcome[bool]:
+        n = conn.execute("UPDATE facts SET confidence = %s, successes = %s, failures = %s, "
+                         "created_at = %s, updated_at = %s, expires_at = %s, "
+                         "seq = nextval('fact_seq') WHERE id = %s",
+                         (confidence, successes, failures, created_at, updated_at, expires_at,
+                          key)).rowcount
+        if not n:
+            return Outcome(False)
+        store.journal_write(conn, key)
+
+        def effect() -> None:
+            if expires_at is not None:
+                store.note_expiry(expires_at)
+
+        return Outcome(True, effect)
+
+    return job
+
+
 def put_internal(store: PostgresStore, key: int, content: str, metadata_json: str, kind: str,
                  now: float, expires_at: float | None) -> Job:
     refuse_nul("content", content)

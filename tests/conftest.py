@@ -57,6 +57,15 @@ SQLITE_ONLY = {
         "reads the edges table with SQLite SQL",
     "tests/memory/test_remember.py::test_bad_input_changes_nothing":
         "reads the edges table with SQLite SQL",
+    "tests/context/test_context_ttl.py::test_source_ttl_expires_stored_sources":
+        "counts rows with SQLite SQL",
+    "tests/context/test_context_ttl.py::test_source_and_event_ttls_are_durable_across_a_restart":
+        "counts rows with SQLite SQL",
+    "tests/context/test_context_ttl.py::test_expired_internal_facts_are_invisible_and_purged":
+        "counts rows with SQLite SQL",
+    "tests/daemon/test_daemon_warming.py::"
+    "test_handshake_and_health_answer_while_a_50k_index_rebuilds":
+        "builds a SQLite store file and times its FAISS rebuild",
 }
 
 

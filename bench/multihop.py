@@ -2,8 +2,14 @@
 
 Rebuilds the reference's bench_multihop: 24 chains decision → PR → problem. Each question
 "why did we adopt <tech>" has a 1-hop answer (the decision, which shares words with it) and a
-2-hop answer (the original problem, which shares none). The same embedder is used throughout
-and only the graph is toggled:
+2-hop answer (the original problem, which shares none). Two ways of linking a chain:
+
+- ``relate``: the agent wired decision → PR → problem by hand (autograph off);
+- ``identifiers``: nobody called relate; the decision names the PR ("see PR #101"), the PR
+  names the ticket it fixes ("fixes EPIC-317"), and the offline autograph connects them through
+  the hubs of those identifiers.
+
+The same embedder is used throughout and only the graph is toggled:
 
 - direct:                 the decision is in recall's top k
 - multi-hop, vector-only: the problem is in recall's top k with VELESDB_MEMORY_RECALL_MODE=vector
@@ -62,26 +68,43 @@ def decision_text(tech: str, old: str) -> str:
     return f"adopted {tech} to replace {old}"
 
 
-def load_store(path: Path, settings: Settings) -> MemoryService:
-    """Store every chain with its links: decision → PR (implemented_in), PR → problem (fixes)."""
+def ticket(problem: str) -> str:
+    return problem.split(":", 1)[0]
+
+
+def load_store(path: Path, settings: Settings, linking: str) -> tuple[MemoryService, list[str]]:
+    """Store every chain, linked by ``relate`` (decision → PR → problem) or only by the
+    identifiers their texts share; return the service and each chain's decision text."""
     svc = MemoryService.open(path, settings=settings)
+    decisions = []
     for n, (tech, old, problem) in enumerate(CHAINS, start=1):
-        problem_id = svc.remember(problem).id
-        pr_id = svc.remember(f"PR #{100 + n} swaps {old} for {tech}",
-                             links=[{"target": problem_id, "relation": "fixes"}]).id
-        svc.remember(decision_text(tech, old),
-                     links=[{"target": pr_id, "relation": "implemented_in"}])
-    return svc
+        pr = f"PR #{100 + n}"
+        if linking == "relate":
+            problem_id = svc.remember(problem).id
+            pr_id = svc.remember(f"{pr} swaps {old} for {tech}",
+                                 links=[{"target": problem_id, "relation": "fixes"}]).id
+            decision = decision_text(tech, old)
+            svc.remember(decision, links=[{"target": pr_id, "relation": "implemented_in"}])
+        else:
+            svc.remember(problem)
+            svc.remember(f"{pr} swaps {old} for {tech}, fixes {ticket(problem)}")
+            decision = f"{decision_text(tech, old)}, see {pr}"
+            svc.remember(decision)
+        decisions.append(decision)
+    if linking == "identifiers":
+        assert svc.runtime is not None and svc.runtime.autograph.wait_idle(120)
+    return svc, decisions
 
 
-def run(k: int) -> dict[str, float]:
+def run(k: int, linking: str) -> dict[str, float]:
     hits = {"direct": 0, "multihop_vector_only": 0, "multihop_vector_graph": 0}
     with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(path=Path(tmp), recall_mode="vector")
-        with load_store(Path(tmp), settings) as svc:
-            for tech, old, problem in CHAINS:
+        autograph = "identifiers" if linking == "identifiers" else "off"
+        settings = Settings(path=Path(tmp), recall_mode="vector", autograph=autograph)
+        svc, decisions = load_store(Path(tmp), settings, linking)
+        with svc:
+            for (tech, _old, problem), decision in zip(CHAINS, decisions):
                 q = question(tech)
-                decision = decision_text(tech, old)
                 plain = [m.content for m in svc.recall(q, k=k).memories]
                 fused = [m.content for m in svc.recall_fused(q, k=k, hops=2).memories]
                 hits["direct"] += decision in plain
@@ -94,12 +117,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--k", type=int, default=5, help="top-k counted as a hit (default 5)")
     args = parser.parse_args()
-    rates = run(args.k)
+    rates = {linking: run(args.k, linking) for linking in ("relate", "identifiers")}
     print(f"multi-hop benchmark: {len(CHAINS)} decision → PR → problem chains, hash embedder, "
           f"hit@{args.k}")
-    print_table(["embedder", "direct recall", "multi-hop, vector-only", "multi-hop, vector + graph"],
-                [["hash", f"{rates['direct']:.0%}", f"{rates['multihop_vector_only']:.0%}",
-                  f"{rates['multihop_vector_graph']:.0%}"]])
+    print_table(["links", "direct recall", "multi-hop, vector-only", "multi-hop, vector + graph"],
+                [[linking, f"{r['direct']:.0%}", f"{r['multihop_vector_only']:.0%}",
+                  f"{r['multihop_vector_graph']:.0%}"] for linking, r in rates.items()])
     print(f"\nreproduce: python3 bench/multihop.py --k {args.k}\nmachine: {machine()}")
     print(f"results: {write_results('multihop', {'k': args.k, 'hit_rates': rates})}")
 

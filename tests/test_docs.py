@@ -44,6 +44,6 @@ def test_every_served_tool_is_in_the_readme(tmp_path: Path) -> None:
                 return [t.name for t in await client.list_tools()]
 
     names = asyncio.run(tool_names())
-    assert len(names) == 20
+    assert len(names) == 27
     missing = [n for n in names if f"`{n}`" not in README]
     assert not missing, f"README.md 'Tools' lacks: {missing}"

@@ -48,7 +48,7 @@ def test_error_categories() -> None:
 def test_settings_defaults_and_env() -> None:
     s = Settings.from_env({})
     assert s.http_bind == "127.0.0.1:18090" and s.http_port == 18090
-    assert s.embedder == "hash" and s.default_ttl is None
+    assert s.embedder is None and s.default_ttl is None  # unset: the store's own embedder
     s = Settings.from_env({"VELESDB_MEMORY_DEFAULT_TTL": "60", "VELESDB_MEMORY_HTTP": "1"})
     assert s.default_ttl == 60 and s.http is True
 
@@ -74,3 +74,8 @@ def test_a_huge_decimal_id_is_invalid_input_not_a_crash() -> None:
     assert parse_id("0" * 30 + "42") == 42  # leading zeros are only zeros
     with pytest.raises(InvalidInput, match="outside the u64 range"):
         parse_id(str(1 << 64))
+
+
+def test_a_default_ttl_of_zero_means_no_default_ttl() -> None:
+    assert Settings.from_env({"VELESDB_MEMORY_DEFAULT_TTL": "0"}).default_ttl is None
+    assert Settings.from_env({"VELESDB_MEMORY_DEFAULT_TTL": "60"}).default_ttl == 60

@@ -24,6 +24,7 @@ BACKENDS = ("sqlite", "postgres")
 EXTRACTORS = ("outline", "ollama", "openai")  # velesmem.extract.BACKENDS, in step (a test)
 REMOTE_EXTRACTORS = ("ollama", "openai")
 AUTOGRAPH_MODES = ("off", "identifiers", "extractor")
+EMBEDDERS = ("hash", "local", "ollama", "openai")
 
 
 def _home() -> Path:
@@ -106,6 +107,11 @@ def _parse_autograph(name: str, raw: str) -> str | None:
         raise Internal(f"{name}={raw!r}: expected one of {', '.join(AUTOGRAPH_MODES)} "
                        "(or unset it for the default)")
     return mode
+def _parse_embedder(name: str, raw: str) -> str:
+    embedder = raw.strip().lower()
+    if embedder not in EMBEDDERS:
+        raise Internal(f"{name}={raw!r}: unknown embedder; known embedders are {', '.join(EMBEDDERS)}")
+    return embedder
 
 
 def _parse_roots(name: str, raw: str) -> tuple[str, ...]:
@@ -130,8 +136,6 @@ class Setting:
 SETTINGS: tuple[Setting, ...] = (
     Setting("path", "PATH", _parse_path, lambda: _home() / ".velesdb-memory",
             "Store directory (SQLite + FAISS index). Default ~/.velesdb-memory."),
-    Setting("embedder", "EMBEDDER", _parse_str, lambda: "hash",
-            "Embedding backend. Default 'hash' (offline, deterministic)."),
     Setting("default_ttl", "DEFAULT_TTL", _parse_ttl, lambda: None,
             "Default expiry in seconds for facts remembered without ttl_seconds. Unset or 0: "
             "permanent."),
@@ -140,6 +144,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("database_url", "DATABASE_URL", _parse_str, lambda: "",
             "PostgreSQL URL for the 'postgres' backend (postgresql://user:password@host/db; "
             "the pgvector extension must be enabled). A secret: shown without its password."),
+    Setting("embedder", "EMBEDDER", _parse_embedder, lambda: None,
+            "Embedding backend: hash (offline, deterministic), local (in-process model), ollama "
+            "or openai. Unset: the one that filled the store; for a new store local when "
+            "velesmem[embed] is installed, else hash."),
     Setting("recall_mode", "RECALL_MODE", _parse_recall_mode, lambda: "hybrid",
             "Ranking for recall: 'hybrid' (BM25 + vector, default) or 'vector' (vector only)."),
     Setting("http", "HTTP", _parse_bool, lambda: False,
@@ -179,6 +187,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("autograph", "AUTOGRAPH", _parse_autograph, lambda: None,
             "Graph built from every remember: off, identifiers or extractor. Default identifiers "
             "(extractor when EXTRACTOR is ollama or openai)."),
+    Setting("openai_url", "OPENAI_URL", _parse_str, lambda: "https://api.openai.com/v1",
+            "Base URL of an OpenAI-compatible /v1/embeddings server for the 'openai' embedder "
+            "(with or without /v1)."),
+    Setting("openai_model", "OPENAI_MODEL", _parse_str, lambda: "text-embedding-3-small",
+            "Embedding model for the 'openai' embedder."),
+    Setting("openai_api_key", "OPENAI_API_KEY", _parse_str, lambda: "",
+            "API key for the 'openai' embedder, sent as a Bearer token; never stored or logged. "
+            "Unset: no Authorization header."),
 )
 
 
@@ -187,7 +203,7 @@ class Settings:
     """The daemon's configuration, read once from the environment."""
 
     path: Path = field(default_factory=lambda: _home() / ".velesdb-memory")
-    embedder: str = "hash"
+    embedder: str | None = None
     default_ttl: int | None = None
     backend: str = "sqlite"
     database_url: str = field(default="", repr=False)  # a secret: never in a repr or a log
@@ -208,17 +224,32 @@ class Settings:
     extractor_api_key: str = field(default="", repr=False)  # a secret: kept out of repr/logs
     extractor_timeout: int = limits.DEFAULT_EXTRACTOR_TIMEOUT_SECONDS
     autograph: str | None = None  # None: the default (see velesmem.extract.autograph_mode)
+    openai_url: str = "https://api.openai.com/v1"
+    openai_model: str = "text-embedding-3-small"
+    openai_api_key: str = field(default="", repr=False)  # a secret: kept out of repr and logs
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
-        """Parse every setting from ``environ`` (default ``os.environ``); raise Internal on a bad one."""
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, record: Mapping[str, str] | None = None
+    ) -> Settings:
+        """Parse every setting from ``environ`` (default ``os.environ``); raise Internal on a bad one.
+
+        What the environment leaves unset comes from ``record``, which defaults to the installer
+        record (``velesmem.installed``) when reading the process environment — so every command
+        finds the installed daemon — then from the defaults.
+        """
         env = os.environ if environ is None else environ
+        if record is None and environ is None:
+            from velesmem.installed import recorded_settings
+
+            record = recorded_settings()
+        record = record or {}
         values: dict[str, Any] = {}
         for setting in SETTINGS:
-            raw = env.get(setting.env_name)
-            values[setting.attr] = (
-                setting.default() if raw is None else setting.parse(setting.env_name, raw)
-            )
+            name, raw = setting.env_name, env.get(setting.env_name)
+            if raw is None and name in record:
+                name, raw = f"{name} (from the installer record)", record[name]
+            values[setting.attr] = setting.default() if raw is None else setting.parse(name, raw)
         return cls(**values)
 
     def with_overrides(self, **changes: Any) -> Settings:

@@ -87,3 +87,36 @@ MAX_EXTRACTOR_ERROR_CHARS = 300  # of a server's error body quoted in a failure 
 MAX_IDENTIFIER_BYTES = MAX_ENTITY_NAME_BYTES
 MIN_IDENTIFIER_IDF = 0.3
 IDENTIFIER_IDF_MIN_FACTS = 100
+
+# --- the entity graph ---------------------------------------------------------------------
+MAX_ENTITY_RELATIONS = 64  # resolved relations per direction answered by entity
+MAX_ENTITY_SCAN_EDGES = 4096  # raw edges scanned per direction to find them
+MAX_PENDING_EXTRACTIONS = 64  # non-terminal remember_extracted jobs admitted
+MAX_IDEMPOTENCY_KEY_BYTES = 256
+AUTOGRAPH_QUEUE_MAX = 4096  # facts waiting for autograph; beyond it they are dropped, counted
+
+# --- online embedding migration (the migration_* tools) -----------------------------------
+DEFAULT_MIGRATION_JOURNAL_BYTES = 64 * MIB
+DEFAULT_MIGRATION_FACT_BATCH = 256
+DEFAULT_MIGRATION_REPLAY_BATCH = 256
+DEFAULT_MIGRATION_EDGE_CAP = 4096
+DEFAULT_MIGRATION_OBSERVATION_WINDOW = 3
+DEFAULT_MIGRATION_VERIFICATION_RESERVE_MS = 100
+MAX_MIGRATION_BATCH = 65_536  # fact_batch / replay_batch upper bound
+MAX_MIGRATION_PAUSE_BUDGET_MS = 60_000
+MAX_MIGRATION_OBSERVATION_WINDOW = 1_000
+MIGRATION_PAUSE_WAIT_MS = 2_000  # longest wait for in-flight calls once requests are paused
+
+# --- embedders ----------------------------------------------------------------------------
+EMBED_WARM_WAIT_SECONDS = 30.0  # how long a call waits for a model that is still loading
+# Texts per model call (sorted by token length). Compute-bound: 16 costs no more CPU per text
+# than 64, and a query queued behind a bulk import waits for at most one such call.
+LOCAL_EMBED_BATCH = 16
+LOCAL_EMBED_PADDING_SLACK = 1.2  # a call's padded tokens may exceed its real tokens by 20 %
+LOCAL_EMBED_MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length; longer texts are truncated
+LOCAL_EMBED_MAX_THREADS = 4  # onnxruntime intra-op threads: min(cores, this)
+REMOTE_EMBED_BATCH = 64  # texts per HTTP embeddings request
+REMOTE_EMBED_TIMEOUT_SECONDS = 30.0  # read/write timeout of one request
+REMOTE_EMBED_CONNECT_TIMEOUT_SECONDS = 5.0
+REMOTE_EMBED_ATTEMPTS = 3  # tries per request on a dropped connection or a 5xx
+REMOTE_EMBED_BACKOFF_SECONDS = 0.2  # doubled after each failed try

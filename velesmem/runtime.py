@@ -109,6 +109,11 @@ class Runtime:
                  clock: Callable[[], float], roots: IngestRoots) -> None:
         from velesmem.context.service import ContextService
         from velesmem.context.store import MemoryContextStore
+        from velesmem.extract import AUTOGRAPH_EXTRACTOR, autograph_mode
+        from velesmem.extract import load as load_extractor
+        from velesmem.extract.autograph import Autograph
+        from velesmem.extract.jobs import ExtractionService
+        from velesmem.migration import MigrationService
         from velesmem.memory.service import MemoryService
         from velesmem.store import WarmProgress
 
@@ -133,6 +138,17 @@ class Runtime:
         self.memory.runtime = self
         self.context: ContextService = ContextService(MemoryContextStore(self.memory), roots,
                                                       self.memory)
+        self.extraction = ExtractionService(store, embedder, settings, clock, self.memory.today)
+        mode = autograph_mode(settings)
+        extractor = load_extractor(None, settings) if mode == AUTOGRAPH_EXTRACTOR else None
+        self.autograph = Autograph(store, mode, clock, extractor)
+        self.memory.on_remembered = self.autograph.offer
+        self.memory.extraction_status = self._extraction_status
+        self._paused = threading.Event()  # set while a migration's cutover holds requests
+        self._inflight = 0
+        self._inflight_cv = threading.Condition()
+        self.migration = MigrationService(store, settings, clock, lambda: self.embedder,
+                                          self.swap_embedder, self.pause_requests)
 
     # --- lifecycle ---------------------------------------------------------------------------
     @classmethod
@@ -141,15 +157,16 @@ class Runtime:
         """Open and lock the store, build the services; ``start`` them. (Entry points that
         serve call ``configure_logging()`` first; a library caller keeps its own logging.)"""
         from velesmem.context.ingest import IngestRoots
-        from velesmem.embed import load_embedder
-        from velesmem.store import Identity, open_store
+        from velesmem.store import open_store
 
         roots = IngestRoots.from_settings(settings.ingest_roots)  # a bad root refuses to start
         clock = clock if clock is not None else time.time
-        embedder = embedder if embedder is not None else load_embedder(settings)
-        store = open_store(settings, Identity(embedder.model, embedder.dimension),
-                           float(clock()))
+        store = open_store(settings, None, float(clock()))
         try:
+            if embedder is None:
+                embedder = choose_embedder(settings, store)
+            if _identity_known(embedder):  # a remote one is probed, and settled, while warming
+                _settle(store, embedder, float(clock()))
             runtime = cls(settings, store, embedder, clock, roots)
         except BaseException:
             store.close()
@@ -166,6 +183,10 @@ class Runtime:
         self.state = State.WARMING
         self._spawn("velesmem-warm", self._warm)
         self._spawn("velesmem-sweep", self._sweep_loop)
+        self._spawn("velesmem-extract", self._extract_loop)
+        self._spawn("velesmem-migrate", self._migrate_loop)
+        if self.autograph.active:
+            self._spawn("velesmem-autograph", self._autograph_loop)
 
     def _spawn(self, name: str, target: Callable[[], None]) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)
@@ -180,7 +201,9 @@ class Runtime:
                 if callable(warm):
                     self.progress.phase = "loading the embedding model"
                     warm()
+                _settle(self.store, self.embedder, float(self.clock()))
                 self.store.warm(self.progress, self._stop.is_set)
+                self.migration.recover_at_start()
                 if self._stop.is_set():
                     return
                 self._sweep_once()
@@ -263,6 +286,10 @@ class Runtime:
             self._closed = True
         self.state = State.DRAINING
         self._stop.set()
+        self.autograph.stop()
+        self.extraction.wake.set()
+        self.migration.wake.set()
+        self._paused.clear()
         with self._sweep_wake:
             self._sweep_wake.notify_all()
         for thread in self._threads:
@@ -282,14 +309,89 @@ class Runtime:
     # --- work off the event loop -------------------------------------------------------------
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run CPU-heavy ``fn`` on the bounded worker pool and await it."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.executor, lambda: fn(*args, **kwargs))
+        await self._admit()
+        try:
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self.executor, lambda: fn(*args, **kwargs))
+        finally:
+            self._leave()
 
     async def write(self, submit: Callable[..., Future[T]], *args: Any, **kwargs: Any) -> T:
         """Prepare a write on the worker pool (validate, embed), then await its commit on the
         event loop: no thread waits for the store's writer."""
-        future = await self.run(submit, *args, **kwargs)
-        return await asyncio.wrap_future(future)
+        await self._admit()
+        try:
+            loop = asyncio.get_running_loop()
+            future = await loop.run_in_executor(self.executor,
+                                                lambda: submit(*args, **kwargs))
+            return await asyncio.wrap_future(future)
+        finally:
+            self._leave()
+
+    async def _admit(self) -> None:
+        while self._paused.is_set():  # a cutover holds requests for at most its budget
+            await asyncio.sleep(0.002)
+        with self._inflight_cv:
+            self._inflight += 1
+
+    def _leave(self) -> None:
+        with self._inflight_cv:
+            self._inflight -= 1
+            self._inflight_cv.notify_all()
+
+    @contextmanager
+    def pause_requests(self, wait_s: float) -> Iterator[float]:
+        """Hold new tool calls and wait (at most ``wait_s``) for those in flight to finish;
+        yield the milliseconds that wait took. Used by a migration's cutover."""
+        started = time.perf_counter()
+        self._paused.set()
+        try:
+            with self._inflight_cv:
+                self._inflight_cv.wait_for(lambda: self._inflight == 0, timeout=wait_s)
+            yield (time.perf_counter() - started) * 1000
+        finally:
+            self._paused.clear()
+
+    def swap_embedder(self, embedder: Embedder) -> None:
+        """Serve with ``embedder`` from now on (a migration's cutover, requests held)."""
+        self.embedder = embedder
+        self.memory.set_embedder(embedder)
+        self.extraction.embedder = embedder
+
+    def _migrate_loop(self) -> None:
+        while not self._ready.wait(0.1):
+            if self._stop.is_set():
+                return
+        self.migration.run(self._stop)
+
+    # --- extraction and autograph ------------------------------------------------------------
+    def _extraction_status(self) -> dict[str, Any]:
+        return {"configured": self.settings.extractor is not None,
+                "autograph_active": self.autograph.active and self.state is not State.CLOSED,
+                "autograph_dropped": self.autograph.dropped}
+
+    def _extract_loop(self) -> None:
+        """Run extraction jobs once ready: those recovered from before a restart, then each one
+        accepted (woken at once, or every second)."""
+        while not self._ready.wait(0.1):
+            if self._stop.is_set():
+                return
+        while not self._stop.is_set():
+            self.extraction.wake.clear()
+            try:
+                self.extraction.run_pending(self._stop)
+            except VelesmemError as exc:
+                if not self._stop.is_set():
+                    log.error("the extraction worker failed: %s", exc.message)
+            except Exception:
+                log.exception("the extraction worker failed")
+            self.extraction.wake.wait(1.0)
+
+    def _autograph_loop(self) -> None:
+        while not self._ready.wait(0.1):
+            if self._stop.is_set():
+                return
+        self.autograph.run(self._stop)
 
     # --- the TTL sweeper ---------------------------------------------------------------------
     def _sweep_once(self) -> None:
@@ -342,3 +444,80 @@ def offline_store(settings: Settings, *, now: float | None = None,
         yield store
     finally:
         store.close()
+
+
+def _identity_known(embedder: Embedder) -> bool:
+    """Whether the embedder's dimension is known without a network probe (hash, local)."""
+    return getattr(embedder, "backend", None) not in ("ollama", "openai")
+
+
+def _settle(store: Store, embedder: Embedder, now: float) -> None:
+    from velesmem.store import Identity
+
+    store.settle(Identity(embedder.model, embedder.dimension), now)
+
+
+def backend_of(model: str) -> str | None:
+    """The embedder backend that records ``model`` as its provenance (None: unknown)."""
+    from velesmem.embed import HASH_MODEL
+
+    if model == HASH_MODEL:
+        return "hash"
+    prefix, sep, _ = model.partition(":")
+    return prefix if sep and prefix in ("local", "ollama", "openai") else None
+
+
+def choose_embedder(settings: Settings, store: Store) -> Embedder:
+    """The embedder that serves ``store``.
+
+    VELESDB_MEMORY_EMBEDDER unset: the one that filled the store (its provenance); for a new
+    store, ``local`` when the ``embed`` extra is installed, else ``hash``. Set: that one — and
+    one that does not match the store is refused with the migration command, except the
+    embedder a committed migration moved the store away from, which gives way (with a warning)
+    to the one it moved to.
+    """
+    from velesmem.embed import load_embedder, local_available
+    from velesmem.errors import EmbedderMismatch
+
+    recorded = store.provenance()
+    chosen = settings.embedder
+    if chosen is None:
+        if recorded is not None:
+            chosen = backend_of(recorded.model)
+            if chosen is None:
+                raise EmbedderMismatch(
+                    f"store {store.location} was filled by embedder {recorded.model!r}, which "
+                    "this velesmem does not know: set VELESDB_MEMORY_EMBEDDER to it")
+            settings = _remote_model(settings, chosen, recorded.model)
+        else:
+            chosen = "local" if local_available() else "hash"
+        return load_embedder(settings.with_overrides(embedder=chosen))
+    embedder = load_embedder(settings)
+    if recorded is None or not _identity_known(embedder):
+        return embedder
+    if (embedder.model, embedder.dimension) == (recorded.model, recorded.dimension):
+        return embedder
+    moved_to = backend_of(recorded.model)
+    if store.migrated_from() == embedder.model and moved_to is not None:
+        log.warning("VELESDB_MEMORY_EMBEDDER=%s, but this store was migrated from it to %s: "
+                    "serving with %s (update the setting, or unset it)", chosen,
+                    recorded.model, moved_to)
+        settings = _remote_model(settings, moved_to, recorded.model)
+        return load_embedder(settings.with_overrides(embedder=moved_to))
+    raise EmbedderMismatch(
+        f"store {store.location} was filled by embedder {recorded.model!r} "
+        f"({recorded.dimension} dims) but VELESDB_MEMORY_EMBEDDER={chosen} is "
+        f"{embedder.model!r} ({embedder.dimension} dims): unset VELESDB_MEMORY_EMBEDDER (the "
+        f"store's own embedder then serves it), or move the store to {chosen} with "
+        f"`velesdb-memory migrate --to {chosen}` (export it first with `velesdb-memory export "
+        f"--output memories.jsonl`)")
+
+
+def _remote_model(settings: Settings, backend: str, model: str) -> Settings:
+    """Settings naming the remote model a provenance records (``ollama:all-minilm``)."""
+    name = model.partition(":")[2]
+    if backend == "ollama":
+        return settings.with_overrides(ollama_model=name)
+    if backend == "openai":
+        return settings.with_overrides(openai_model=name)
+    return settings

@@ -28,6 +28,17 @@ EXPECTED = {
     catalog.CODEX: ("/Users/you/.codex/config.toml", "/home/you/.codex/config.toml",
                     "C:\\Users\\you\\.codex\\config.toml"),
     catalog.CLAUDE_CODE: ("/Users/you/.claude.json", "/home/you/.claude.json", "C:\\Users\\you\\.claude.json"),
+    catalog.CLINE: (
+        "/Users/you/Library/Application Support/Code/User/globalStorage/saoudrizwan.claude-dev/settings/"
+        "cline_mcp_settings.json",
+        "/home/you/.config/Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json",
+        "C:\\Users\\you\\AppData\\Roaming\\Code\\User\\globalStorage\\saoudrizwan.claude-dev\\settings\\"
+        "cline_mcp_settings.json",
+    ),
+    catalog.ZED: ("/Users/you/.config/zed/settings.json", "/home/you/.config/zed/settings.json",
+                  "C:\\Users\\you\\AppData\\Roaming\\Zed\\settings.json"),
+    catalog.OPENCODE: ("/Users/you/.config/opencode/opencode.json", "/home/you/.config/opencode/opencode.json",
+                       "C:\\Users\\you\\.config\\opencode\\opencode.json"),
 }
 
 
@@ -45,6 +56,26 @@ def test_xdg_config_home_and_codex_home_are_honoured() -> None:
     assert str(catalog.devin_config(host)) == "/cfg/devin/config.json"
     assert str(catalog.claude_desktop_config(host)) == "/cfg/Claude/claude_desktop_config.json"
     assert str(catalog.codex_config(host)) == "/codex/config.toml"
+    assert str(catalog.zed_config(host)) == "/cfg/zed/settings.json"
+    assert str(catalog.opencode_config(host)) == "/cfg/opencode/opencode.json"
+    assert str(catalog.cline_config(host)).startswith("/cfg/Code/User/globalStorage/saoudrizwan.claude-dev/")
+
+
+def test_opencode_jsonc_is_used_when_that_is_the_file_there(tmp_path) -> None:
+    host = Host("Linux", str(tmp_path), {})
+    assert catalog.opencode_config(host) == tmp_path / ".config/opencode/opencode.json"
+    (tmp_path / ".config/opencode").mkdir(parents=True)
+    (tmp_path / ".config/opencode/opencode.jsonc").write_text("{}")
+    assert catalog.opencode_config(host) == tmp_path / ".config/opencode/opencode.jsonc"
+
+
+def test_new_clients_are_detected_by_their_own_directory() -> None:
+    for name, detect in ((catalog.CLINE, catalog.cline_dir), (catalog.ZED, catalog.zed_dir),
+                         (catalog.OPENCODE, catalog.opencode_dir)):
+        client = catalog.JSON_CLIENTS[name]
+        assert client.detect is detect
+        for host in (MAC, LINUX, WIN):
+            assert str(client.path(host)).startswith(str(detect(host)))
 
 
 def test_windows_appdata_defaults_under_the_profile() -> None:
@@ -60,3 +91,10 @@ def test_entry_shapes_match_the_contract() -> None:
     assert catalog.JSON_CLIENTS[catalog.DEVIN].envelope == {"version": 1}
     assert catalog.codex_entry(url) == {"url": url}
     assert catalog.claude_code_entry(url) == {"type": "http", "url": url}
+    # Where the contract shows only stdio, each client's own documented HTTP shape:
+    assert catalog.JSON_CLIENTS[catalog.CLINE].entry(url) == {"type": "streamableHttp", "url": url,
+                                                             "disabled": False}
+    assert catalog.JSON_CLIENTS[catalog.ZED].entry(url) == {"url": url}
+    assert catalog.JSON_CLIENTS[catalog.ZED].key == "context_servers"
+    assert catalog.JSON_CLIENTS[catalog.OPENCODE].entry(url) == {"type": "remote", "url": url, "enabled": True}
+    assert catalog.JSON_CLIENTS[catalog.OPENCODE].key == "mcp"

@@ -130,7 +130,7 @@ def test_desktop_entry_shapes_npx_global_bridge_and_windows() -> None:
     npx = NodeTools(node="/opt/homebrew/bin/node", npx="/opt/homebrew/bin/npx", mcp_remote=None)
     assert desktop_entry(mac, npx, request) == {
         "command": "/opt/homebrew/bin/npx",
-        "args": ["-y", "mcp-remote", URL, "--transport", "http-only"],
+        "args": ["-y", "mcp-remote@0.15.1", URL, "--transport", "http-only"],
         "env": {"NODE_EXTRA_CA_CERTS": request.ca_cert, "PATH": "/opt/homebrew/bin:/usr/bin:/bin"},
     }
     bridge = NodeTools(node="/opt/homebrew/bin/node", npx="/opt/homebrew/bin/npx",
@@ -146,3 +146,19 @@ def test_desktop_entry_shapes_npx_global_bridge_and_windows() -> None:
     entry = desktop_entry(win, tools, wreq)
     assert entry["command"] == "C:\\Program Files\\nodejs\\npx.cmd"
     assert entry["env"]["PATH"] == "C:\\Program Files\\nodejs;C:\\Windows\\System32"
+
+
+def test_desktop_bridge_is_pinned_to_the_mcp_remote_the_tests_run() -> None:
+    from velesmem.clients.node import MCP_REMOTE_PACKAGE
+
+    pinned = json.loads((Path(__file__).parents[1] / "node" / "package.json").read_text())["dependencies"]
+    assert MCP_REMOTE_PACKAGE == f"mcp-remote@{pinned['mcp-remote']}"
+    assert all(ch.isdigit() or ch == "." for ch in pinned["mcp-remote"])  # an exact version, not a range
+
+
+def test_refused_config_is_a_warning_and_a_failure_is_a_failure(tmp_path: Path) -> None:
+    from velesmem.clients.outcome import Outcome
+
+    refused, failed = Outcome("zed", "refused", "not valid"), Outcome("cursor", "failed", "EACCES")
+    assert (refused.summary_status(), refused.failed) == ("warning", False)
+    assert (failed.summary_status(), failed.failed) == ("failed", True)

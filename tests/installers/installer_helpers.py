@@ -113,8 +113,42 @@ def run_installer(home: Path, *args: str, timeout: float = 120.0, **env: str) ->
                           timeout=timeout, stdin=subprocess.DEVNULL, check=False)
 
 
+def find_tool(tool: str) -> str | None:
+    """The tool beside this interpreter (a venv's bin: shellcheck comes from the test extra), else on PATH."""
+    beside = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    return shutil.which(tool, path=beside)
+
+
 def require(tool: str) -> str:
-    """The tool's path; a missing tool fails the test loudly (CI installs it), never skips it."""
-    path = shutil.which(tool)
-    assert path is not None, f"{tool} is required by this test (CI installs it via .ci/run)"
+    """A tool the test command installs (shellcheck, from the test extra) or the machine has (node):
+    missing, the test fails loudly — it is a broken setup, not an optional extra."""
+    path = find_tool(tool)
+    assert path is not None, f"{tool} is required by this test (pip install -e '.[test]' / .ci/run)"
     return path
+
+
+CERTUTIL_MISSING = ("NSS certutil is not installed (Debian/Ubuntu: apt install libnss3-tools; "
+                    ".ci/run installs it): the user NSS trust store cannot be checked")
+
+
+def require_os_tool(tool: str, reason: str) -> str:
+    """An OS tool no package index provides (NSS certutil): skip with ``reason`` when it is missing."""
+    import pytest
+
+    path = find_tool(tool)
+    if path is None:
+        pytest.skip(reason)
+    return path
+
+
+def make_venv_seeing_our_packages(venv: Path) -> Path:
+    """A new venv whose ``.pth`` puts this interpreter's site-packages on its path: pip there finds
+    every dependency already installed (nothing downloaded), yet velesmem itself is installed into
+    the venv (a dependency seen through a ``.pth`` lives outside the venv and is left alone)."""
+    import sysconfig
+
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    ours = sysconfig.get_paths()["purelib"]
+    (site,) = venv.glob("lib/python*/site-packages")
+    (site / "_velesmem_test_parent.pth").write_text(ours + "\n")
+    return venv / "bin" / "python"

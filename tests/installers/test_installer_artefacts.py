@@ -138,14 +138,32 @@ def test_installer_help_lists_every_reference_flag() -> None:
     assert done.returncode == 0
     for flag in ("--port", "--store", "--tls-dir", "--embedder", "--ttl", "--yes", "--skip-client",
                  "--skip-ca-trust", "--wire-only", "--force-restart", "--uninstall", "-h",
-                 "--ollama-url", "--ollama-model", "--extractor-model", "VELESMEM_INSTALL_PYTHON"):
+                 "--ollama-url", "--ollama-model", "--extractor-model", "VELESMEM_INSTALL_PYTHON",
+                 "--from-release[=VERSION]", "--sha256", "--skip-checksum", "--reinstall"):
         assert flag in done.stdout
+    from velesmem.clients.catalog import CLIENTS
+
+    assert all(name in done.stdout for name in CLIENTS)  # every client --skip-client takes
 
 
 def test_powershell_installer_declares_the_same_flags() -> None:
     text = (REPO / "installers" / "install-memory-daemon.ps1").read_text("utf-8")
     for param in ("$Port", "$Store", "$TlsDir", "$Embedder", "$Ttl", "$Yes", "$SkipClient", "$SkipCaTrust",
-                  "$WireOnly", "$ForceRestart", "$Uninstall", "$OllamaUrl", "$OllamaModel", "$ExtractorModel"):
+                  "$WireOnly", "$ForceRestart", "$Uninstall", "$OllamaUrl", "$OllamaModel", "$ExtractorModel",
+                  "$FromRelease", "$FromReleaseTag", "$Sha256", "$SkipChecksum", "$Reinstall"):
         assert param in text
+    assert '"velesmem" from PyPI' not in text  # no install-by-name fallback while it is unpublished
     for command in ("service install", "service wait", "trust-ca", "wire"):
         assert command in text
+
+
+def test_outside_a_checkout_the_installer_refuses_instead_of_guessing_a_package(tmp_path) -> None:
+    from installer_helpers import clean_env
+
+    lone = tmp_path / "install-memory-daemon.sh"
+    lone.write_bytes(INSTALLER.read_bytes())  # the script alone, as if downloaded
+    done = subprocess.run(["bash", str(lone), "--yes"], env=clean_env(tmp_path), capture_output=True, text=True,
+                          timeout=60, check=False, stdin=subprocess.DEVNULL)
+    assert done.returncode == 1
+    assert "not inside a velesmem checkout" in done.stderr and "not published on the package index" in done.stderr
+    assert not (tmp_path / ".velesdb-memory-venv").exists()

@@ -1,9 +1,10 @@
 """The real install path once: the .sh installer pip-installs this checkout (a built wheel, not the
-editable tree) into its virtual environment, and the service runs the daemon from that venv.
+editable tree) into its virtual environment, and the service runs the daemon from that venv; a
+re-run that finds the same version installed skips pip.
 
-To stay fast and offline-friendly for dependencies, the venv is pre-created with
-``--system-site-packages`` (the installer reuses an existing venv), so pip builds and installs only
-velesmem itself (its build backend is fetched by pip's build isolation).
+To stay fast, the venv is pre-created (the installer reuses an existing venv) and sees this test
+run's own site-packages through a ``.pth`` file, so pip finds every dependency installed and builds
+and installs only velesmem itself (its build backend is fetched by pip's build isolation).
 """
 
 from __future__ import annotations
@@ -11,17 +12,17 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
-from installer_helpers import INSTALLER, REPO, clean_env, free_port, health_ok, poll
+import velesmem
+from installer_helpers import INSTALLER, REPO, clean_env, free_port, health_ok, make_venv_seeing_our_packages, poll
 
 
 def test_installer_pip_installs_the_checkout_and_runs_the_daemon_from_its_venv(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=120)
+    make_venv_seeing_our_packages(venv)
     # pip builds a local project in place: give it a copy, so the checkout gets no build/ leftovers
     # (and stale build/ files cannot leak into the wheel).
     source = tmp_path / "source"
@@ -46,6 +47,17 @@ def test_installer_pip_installs_the_checkout_and_runs_the_daemon_from_its_venv(t
         assert health_ok(port, home / ".velesdb-memory-tls" / "ca-cert.pem")
         assert json.loads((home / ".cursor/mcp.json").read_text())["mcpServers"]["velesdb-memory"]["url"] \
             == f"https://127.0.0.1:{port}/mcp"
+        assert (home / ".local/bin/velesdb-memory").resolve() == (venv / "bin" / "velesdb-memory").resolve()
+        dist_info = sorted(venv.glob("lib/python*/site-packages/velesmem-*.dist-info"))
+        assert len(dist_info) == 1
+        stamp = dist_info[0].stat().st_mtime_ns
+        again = subprocess.run(["bash", str(INSTALLER), "--yes", "--skip-ca-trust",
+                                "--skip-client=claude-desktop,codex"], env=env, capture_output=True, text=True,
+                               timeout=240, check=False, stdin=subprocess.DEVNULL)
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert f"skipped  pip install {source} — velesmem {velesmem.__version__} is already installed" in again.stdout
+        assert "daemon unchanged" in again.stdout  # and the port came from the installer record
+        assert dist_info[0].stat().st_mtime_ns == stamp  # not reinstalled
     finally:
         gone = subprocess.run(["bash", str(INSTALLER), "--uninstall", "--yes"], env=env, capture_output=True,
                               text=True, timeout=120, check=False, stdin=subprocess.DEVNULL)

@@ -240,6 +240,15 @@ def module_examples() -> dict[str, dict[str, Any]]:
     return merged
 
 
+def refused_samples() -> dict[str, str]:
+    """Tools whose sample, valid on the wire, is refused by the state of the sample store:
+    {tool: the error category it must answer with}."""
+    merged: dict[str, str] = {}
+    for module in tool_modules():
+        merged.update(getattr(module, "REFUSED_SAMPLES", {}) or {})
+    return merged
+
+
 def all_samples(s: Seed) -> dict[str, dict[str, Any]]:
     return {**module_examples(), **memory_samples(s)}
 

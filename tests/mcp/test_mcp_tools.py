@@ -168,9 +168,9 @@ async def test_object_and_array_slots_accept_their_json_encoded_string(server: F
         assert listed["memories"][0]["metadata"]["n"] == 9
         why = await ok(client, "why", {"decision": "encoded containers", "max_hops": 1, "filter": {"project": "enc"}})
         assert [e["to_str"] for e in why["edges"]] == [str(s.mid)]
-        where = await ok(client, "recall_where", {"query": "x", "filters": '[{"field": "n", "op": "eq", "value": 9}]'})
+        where = await ok(client, "recall_where", {"query": "encoded containers", "filters": '[{"field": "n", "op": "eq", "value": 9}]'})
         assert [m["content"] for m in where["memories"]] == ["encoded containers"]
-        nested = await ok(client, "recall_where", {"query": "x", "filters": ['{"field": "n", "op": "eq", "value": 9}']})
+        nested = await ok(client, "recall_where", {"query": "encoded containers", "filters": ['{"field": "n", "op": "eq", "value": 9}']})
         assert nested == where
         for tool, args, field in [
             ("remember", {"fact": "f", "metadata": "[1]"}, "metadata"),
@@ -185,8 +185,8 @@ async def test_object_and_array_slots_accept_their_json_encoded_string(server: F
 async def test_recall_where_values_are_compared_type_strictly(server: FastMCP) -> None:
     async with Client(server) as client:
         await ok(client, "remember", {"fact": "dated as a string", "metadata": {"ts": "20230601"}})
-        as_number = await ok(client, "recall_where", {"query": "x", "filters": [{"field": "ts", "op": "eq", "value": 20230601}]})
-        as_string = await ok(client, "recall_where", {"query": "x", "filters": [{"field": "ts", "op": "eq", "value": "20230601"}]})
+        as_number = await ok(client, "recall_where", {"query": "dated string", "filters": [{"field": "ts", "op": "eq", "value": 20230601}]})
+        as_string = await ok(client, "recall_where", {"query": "dated string", "filters": [{"field": "ts", "op": "eq", "value": "20230601"}]})
         assert as_number["memories"] == [] and len(as_string["memories"]) == 1
 
 

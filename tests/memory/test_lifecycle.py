@@ -132,7 +132,7 @@ def test_list_memories_filter_and_internal(mem: MemoryService) -> None:
 def test_memory_status(mem: MemoryService) -> None:
     empty = mem.memory_status().to_dict()
     assert empty["provenance"] == {"recorded": False, "model": None, "dimension": None}
-    assert empty["extraction"] == {"configured": False, "autograph_active": False,
+    assert empty["extraction"] == {"configured": False, "autograph_active": True,
                                    "autograph_dropped": 0}
     a, b = mem.remember("one"), mem.remember("two")
     mem.relate(a.id, b.id, "r")

@@ -71,9 +71,9 @@ def test_exact_filter_is_type_strict(mem: MemoryService) -> None:
     assert [m.content for m in mem.recall("ts", filter={"ts": 20230601}).memories] == ["number ts"]
     assert [m.content for m in mem.recall("ts", filter={"ts": "20230601"}).memories] == [
         "string ts"]
-    assert [m.content for m in mem.recall("x", filter={"tags": ["x", "y"]}).memories] == [
+    assert [m.content for m in mem.recall("nested", filter={"tags": ["x", "y"]}).memories] == [
         "nested"]
-    assert [m.content for m in mem.recall("x", filter={"o": {"a": 2, "b": 1}}).memories] == [
+    assert [m.content for m in mem.recall("nested", filter={"o": {"a": 2, "b": 1}}).memories] == [
         "nested"]
     assert mem.recall("ts", filter={"project": "b"}).memories == []
     with pytest.raises(InvalidInput, match="reserved"):
@@ -239,9 +239,10 @@ def test_hybrid_filtered_recall_returns_only_and_all_matches(mem: MemoryService)
     for i in range(60):
         mem.remember(f"note {i} about {WORDS[i % len(WORDS)]} and {WORDS[(i * 7) % 10]}",
                      metadata={"project": "ab"[i % 2], "n": i})
-    got = mem.recall("cache lock", k=50, filter={"project": "a"}).memories
+    got = mem.recall("note about cache lock", k=50, filter={"project": "a"}).memories
     assert len(got) == 30 and all(m.metadata["project"] == "a" for m in got)
-    top = mem.recall_where("cache lock", [{"field": "n", "op": "lt", "value": 5}], k=10)
+    top = mem.recall_where("note about cache lock", [{"field": "n", "op": "lt", "value": 5}],
+                           k=10)
     assert sorted(m.metadata["n"] for m in top.memories) == [0, 1, 2, 3, 4]
     lexical = mem.recall("cache", k=3, filter={"project": "b"}).memories
     assert all("cache" in m.content for m in lexical)
@@ -272,3 +273,16 @@ def test_bm25_keeps_the_rarest_terms_within_the_postings_budget(mem: MemoryServi
     assert ranking.bounded_terms(conn, ["groups", "happiness"]) == ["happiness"]
     assert ranking.bounded_terms(conn, ["groups"]) == ["groups"]  # the rarest is always kept
     assert mem.recall("happiness groups", k=1).memories[0].content == "rare happiness entry"
+
+
+def test_recall_returns_up_to_k_and_never_pads_with_facts_without_evidence(
+        mem: MemoryService) -> None:
+    """A fact that shares no word with the query and is not similar enough (the documented
+    floor) is not padded in; one with evidence always outranks one without."""
+    mem.remember("the cache layer is slow on cold starts")
+    mem.remember("lunch menu for friday: pasta")
+    mem.remember("quarterly revenue figures were published")
+    got = mem.recall("cache cold starts", k=10).memories
+    assert [m.content for m in got] == ["the cache layer is slow on cold starts"]
+    assert mem.recall("zebra giraffe", k=10).memories == []
+    assert mem.why("zebra giraffe").nodes == []

@@ -17,16 +17,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _doctor(args: argparse.Namespace) -> int:
     from velesmem.clients.host import Host
+    from velesmem.config import Settings
     from velesmem.service.diagnose import FAIL, diagnose
-    from velesmem.service.lifecycle import installed_spec
+    from velesmem.service.lifecycle import record_file
     from velesmem.service.options import port_and_tls
 
     host = Host.current()
-    port, tls_dir = port_and_tls(args)
-    spec = installed_spec(host)
-    store = spec.store if spec and spec.port == port else None  # the daemon does not report it
-    print(f"velesdb-memory doctor — https://127.0.0.1:{port}/mcp, TLS dir {tls_dir}")
-    checks = diagnose(host, port, tls_dir, store)
+    settings = Settings.from_env()
+    port, tls_dir = port_and_tls(args, settings)
+    recorded = record_file(host)
+    source = f"installer record {recorded}" if recorded.is_file() else "no installer record"
+    print(f"velesdb-memory doctor — https://127.0.0.1:{port}/mcp, TLS dir {tls_dir} ({source})")
+    checks = diagnose(host, port, tls_dir, str(settings.path))
     for check in checks:
         print(check.line())
     problems = sum(1 for c in checks if c.status == FAIL)

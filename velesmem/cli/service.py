@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from velesmem.config import ENV_PREFIX
 from velesmem.service.options import add_daemon_options, add_summary_option, record
 
 
@@ -71,9 +72,15 @@ def _install(args: argparse.Namespace) -> int:
         print(f"wrote {path}")
     where = f"{spec.url} ({report.manager}; store {spec.store}; embedder {spec.embedder})"
     if not report.health.ok:
-        print(f"daemon {report.action} but /health did not answer: {report.health.detail}; its log: "
-              f"{manager.log_hint()}", file=sys.stderr)
-        record(args, "failed", f"daemon {where}", f"{report.health.detail}; log: {manager.log_hint()}")
+        said = report.daemon_error
+        print(f"daemon {report.action} but /health did not answer: {report.health.detail}", file=sys.stderr)
+        if report.log:
+            print(f"the daemon's output ({manager.log_hint()}):", file=sys.stderr)
+            for line in report.log:
+                print(f"  | {line}", file=sys.stderr)
+        else:
+            print(f"the daemon wrote nothing; its log: {manager.log_hint()}", file=sys.stderr)
+        record(args, "failed", f"daemon {where}", f"{said or report.health.detail}; log: {manager.log_hint()}")
         return 1
     print(f"daemon {report.action}: {where}")
     record(args, "done" if report.action != "unchanged" else "skipped",
@@ -84,13 +91,20 @@ def _install(args: argparse.Namespace) -> int:
 
 def _uninstall(args: argparse.Namespace) -> int:
     from velesmem.clients.host import Host
-    from velesmem.service.lifecycle import uninstall
+    from velesmem.service.lifecycle import installed_record, uninstall
 
-    removed = uninstall(Host.current())
+    host = Host.current()
+    recorded = installed_record(host)
+    served = ""
+    if recorded is not None:
+        bind = recorded.settings.get(f"{ENV_PREFIX}HTTP_BIND", "")
+        served = f" (it served https://{bind}/mcp)" if bind else ""
+    removed = uninstall(host)
     for path in removed:
         print(f"removed {path}")
     if removed:
-        record(args, "done", "service removed", ", ".join(removed))
+        print(f"the daemon service is removed{served}")
+        record(args, "done", f"service removed{served}", ", ".join(removed))
     else:
         print("no service installed")
         record(args, "skipped", "service", "none installed")
@@ -100,13 +114,17 @@ def _uninstall(args: argparse.Namespace) -> int:
 def _status(args: argparse.Namespace) -> int:
     from velesmem.clients.host import Host
     from velesmem.service.health import check_health
+    from velesmem.service.lifecycle import record_file
     from velesmem.service.managers import managers_for
     from velesmem.service.options import ca_cert_path, port_and_tls
 
+    host = Host.current()
     port, tls_dir = port_and_tls(args)
-    for manager in managers_for(Host.current()):
+    for manager in managers_for(host):
         state = "running" if manager.is_running() else "stopped"
         print(f"{manager.name:<10} {'installed' if manager.installed() else 'not installed'}, {state}")
+    recorded = record_file(host)
+    print(f"installer record: {recorded if recorded.is_file() else 'none'}")
     status = check_health("127.0.0.1", port, ca_cert_path(tls_dir))
     print(f"/health on port {port}: {'OK' if status.ok else status.kind + ' — ' + status.detail}")
     return 0 if status.ok else 1

@@ -1,14 +1,17 @@
 """``velesdb-memory wire``: point every MCP client at the daemon (or ``--uninstall`` our entries).
 
 Each config file is backed up as ``<file>.bak.<epoch>`` before a change, merged without touching
-other keys, written atomically; an unparsable file is left byte-identical and reported.
+other keys, written atomically; an unparsable file is left byte-identical and reported (a warning,
+not a failure: exit 1 only when a step that should have worked failed). With Claude Code it
+also merges our session hooks into ~/.claude/settings.json (``--no-hooks`` to skip;
+docs/agents.md).
 """
 
 from __future__ import annotations
 
 import argparse
 
-from velesmem.clients.catalog import CLIENTS
+from velesmem.clients.catalog import CLIENTS, SERVER_NAME
 from velesmem.service.options import add_daemon_options, add_summary_option, record
 
 
@@ -21,13 +24,15 @@ def _client_names(raw: str) -> list[str]:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("wire", help="point Claude Code/Desktop, Codex, Cursor, Windsurf "
-                                   "and Devin CLI at the daemon", description=__doc__)
+    parser = subparsers.add_parser("wire", help="point Claude Code/Desktop, Codex, Cursor, Windsurf, "
+                                   "Devin CLI, Cline, Zed and opencode at the daemon", description=__doc__)
     add_daemon_options(parser, full=False)
     parser.add_argument("--url", default=None, help="daemon URL (default https://127.0.0.1:<port>/mcp)")
     parser.add_argument("--skip-client", action="append", type=_client_names, default=[],
                         metavar="NAME", help=f"leave a client alone (repeatable): {', '.join(CLIENTS)}")
     parser.add_argument("--uninstall", action="store_true", help="remove only our entry from each client")
+    parser.add_argument("--no-hooks", dest="hooks", action="store_false",
+                        help="leave Claude Code's session hooks (~/.claude/settings.json) alone")
     add_summary_option(parser)
     parser.set_defaults(handler=_wire)
 
@@ -42,9 +47,12 @@ def _wire(args: argparse.Namespace) -> int:
         ca_cert=ca_cert_path(tls_dir),
         skip=frozenset(name for group in args.skip_client for name in group),
         uninstall=args.uninstall,
+        hooks=args.hooks,
     )
-    verb = "unwiring" if args.uninstall else "wiring"
-    print(f"{verb} clients {'from' if args.uninstall else 'to'} {request.url}")
+    if args.uninstall:
+        print(f"removing our entry ({SERVER_NAME}, for {request.url}) from every client")
+    else:
+        print(f"wiring clients to {request.url}")
     outcomes = wire_clients(request, Host.current())
     for outcome in outcomes:
         print("  " + outcome.line())
@@ -52,4 +60,4 @@ def _wire(args: argparse.Namespace) -> int:
         detail = " ".join(filter(None, [action, outcome.path or "", outcome.detail,
                                         f"backup {outcome.backup}" if outcome.backup else ""]))
         record(args, outcome.summary_status(), f"client {outcome.client}", detail)
-    return 0 if all(o.ok for o in outcomes) else 1
+    return 1 if any(o.failed for o in outcomes) else 0

@@ -2,8 +2,11 @@
 
 The entry shapes follow the contract's "HTTP transport" section: Cursor ``type: http`` + ``url``,
 Windsurf ``serverUrl``, Devin CLI ``url`` + ``transport: http`` inside a ``{"version": 1}``
-envelope, Claude Code ``type: http`` (user scope), Codex ``url`` in ``[mcp_servers.*]``.
-Claude Desktop needs the stdio bridge and lives in ``velesmem.clients.desktop``.
+envelope, Claude Code ``type: http`` (user scope), Codex ``url`` in ``[mcp_servers.*]``. Where
+the contract gives only a stdio shape, the client's own documented HTTP shape is used: Cline
+``type: streamableHttp`` + ``url`` in ``cline_mcp_settings.json``, Zed ``context_servers`` entry
+``url``, opencode ``mcp`` entry ``type: remote`` + ``url``. Claude Desktop needs the stdio bridge
+(``velesmem.clients.wiring.desktop_entry``).
 """
 
 from __future__ import annotations
@@ -21,7 +24,11 @@ CLAUDE_DESKTOP = "claude-desktop"
 CURSOR = "cursor"
 WINDSURF = "windsurf"
 DEVIN = "devin"
-CLIENTS = (CLAUDE_CODE, CODEX, CLAUDE_DESKTOP, CURSOR, WINDSURF, DEVIN)
+CLINE = "cline"
+ZED = "zed"
+OPENCODE = "opencode"
+CLIENTS = (CLAUDE_CODE, CODEX, CLAUDE_DESKTOP, CURSOR, WINDSURF, DEVIN, CLINE, ZED, OPENCODE)
+CLINE_EXTENSION = "saoudrizwan.claude-dev"  # Cline's VS Code extension id: its global storage dir
 
 
 def claude_desktop_config(host: Host) -> PurePath:
@@ -46,6 +53,43 @@ def devin_config(host: Host) -> PurePath:
     return host.xdg_config() / "devin" / "config.json"
 
 
+def cline_dir(host: Host) -> PurePath:
+    """Cline's global storage in VS Code's user data (present once the extension has run)."""
+    if host.is_macos:
+        code = host.home_path("Library", "Application Support", "Code")
+    elif host.is_windows:
+        code = host.appdata() / "Code"
+    else:
+        code = host.xdg_config() / "Code"
+    return code / "User" / "globalStorage" / CLINE_EXTENSION
+
+
+def cline_config(host: Host) -> PurePath:
+    return cline_dir(host) / "settings" / "cline_mcp_settings.json"
+
+
+def zed_dir(host: Host) -> PurePath:
+    """Zed's config dir: ``%APPDATA%\\Zed`` on Windows, ``~/.config/zed`` elsewhere (macOS too)."""
+    return host.appdata() / "Zed" if host.is_windows else host.xdg_config() / "zed"
+
+
+def zed_config(host: Host) -> PurePath:
+    return zed_dir(host) / "settings.json"
+
+
+def opencode_dir(host: Host) -> PurePath:
+    """opencode's global config dir, XDG on every OS (``%USERPROFILE%\\.config`` on Windows)."""
+    value = host.env.get("XDG_CONFIG_HOME", "")
+    base = host.pure(value) if value else host.home_path(".config")
+    return base / "opencode"
+
+
+def opencode_config(host: Host) -> PurePath:
+    """``opencode.jsonc`` when that is the file in use, else ``opencode.json``."""
+    jsonc = opencode_dir(host) / "opencode.jsonc"
+    return jsonc if host.local(jsonc).exists() else opencode_dir(host) / "opencode.json"
+
+
 def claude_code_config(host: Host) -> PurePath:
     """Claude Code keeps user-scope MCP servers in ``~/.claude.json`` (read only: its CLI writes)."""
     return host.home_path(".claude.json")
@@ -63,24 +107,47 @@ CONFIG_PATHS: dict[str, Callable[[Host], PurePath]] = {
     CURSOR: cursor_config,
     WINDSURF: windsurf_config,
     DEVIN: devin_config,
+    CLINE: cline_config,
+    ZED: zed_config,
+    OPENCODE: opencode_config,
 }
 
 
 @dataclass(frozen=True)
 class JsonClient:
-    """A client configured by one JSON file with an ``mcpServers`` object."""
+    """A client configured by one JSON file with an object of servers (``mcpServers`` unless
+    ``key`` says otherwise)."""
 
     name: str
     path: Callable[[Host], PurePath]
     entry: Callable[[str], dict[str, Any]]
-    envelope: dict[str, Any] = field(default_factory=dict)
+    envelope: dict[str, Any] = field(default_factory=dict)  # top-level keys a new file starts with
+    key: str = "mcpServers"
+    jsonc: bool = False  # comments allowed: edited as text, comments kept (velesmem.clients.jsonc)
+    detect: Callable[[Host], PurePath] | None = None  # wired only when this directory exists
+    hint: str = ""  # shown when the entry was written: what the client may still need
 
+
+NODE_TRUST_HINT = ("{name} runs on Node: if it reports a certificate error, start it with "
+                   "NODE_EXTRA_CA_CERTS={ca} in its environment")
+OS_TRUST_HINT = ("{name} verifies TLS against the OS trust store: run velesdb-memory trust-ca (macOS, "
+                 "Windows); on Linux add the CA system-wide (see docs/installers.md, CA trust)")
 
 JSON_CLIENTS: dict[str, JsonClient] = {
     CURSOR: JsonClient(CURSOR, cursor_config, lambda url: {"type": "http", "url": url}),
     WINDSURF: JsonClient(WINDSURF, windsurf_config, lambda url: {"serverUrl": url}),
     DEVIN: JsonClient(DEVIN, devin_config, lambda url: {"url": url, "transport": "http"},
                       envelope={"version": 1}),
+    CLINE: JsonClient(CLINE, cline_config,
+                      lambda url: {"type": "streamableHttp", "url": url, "disabled": False},
+                      detect=cline_dir, hint=NODE_TRUST_HINT.format(name="VS Code (Cline)", ca="{ca}")),
+    ZED: JsonClient(ZED, zed_config, lambda url: {"url": url}, key="context_servers", jsonc=True,
+                    detect=zed_dir, hint=OS_TRUST_HINT.format(name="Zed")),
+    OPENCODE: JsonClient(OPENCODE, opencode_config,
+                         lambda url: {"type": "remote", "url": url, "enabled": True}, key="mcp",
+                         jsonc=True, detect=opencode_dir,
+                         envelope={"$schema": "https://opencode.ai/config.json"},
+                         hint=NODE_TRUST_HINT.format(name="opencode", ca="{ca}")),
 }
 
 

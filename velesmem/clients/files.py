@@ -93,7 +93,7 @@ def _container(path: Path, data: dict[str, Any], key: str, create: bool) -> dict
     return servers
 
 
-def get_json_entry(path: Path, name: str, key: str = "mcpServers") -> Any:
+def get_json_entry(path: Path, name: str, *, key: str = "mcpServers") -> Any:
     """Our entry in ``path`` (None when the file or entry is absent); ConfigRefused if unreadable."""
     raw = read_bytes(path)
     if raw is None:

@@ -14,6 +14,9 @@ from pathlib import PurePath
 from velesmem.clients.host import Host
 
 PROBE_TIMEOUT_S = 20.0
+# The Claude Desktop bridge, pinned: the version tests/node/package.json installs and the tests run.
+MCP_REMOTE_VERSION = "0.15.1"
+MCP_REMOTE_PACKAGE = f"mcp-remote@{MCP_REMOTE_VERSION}"
 _PROBE_JS = r"""
 const https = require('https');
 const req = https.get(process.argv[1], { timeout: 10000 }, (res) => {

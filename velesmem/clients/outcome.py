@@ -23,6 +23,12 @@ class Outcome:
         return self.action not in PROBLEMS
 
     @property
+    def failed(self) -> bool:
+        """A step that should have worked did not. A refused config (one we could not parse, or
+        of an odd shape) is reported but is not a failure: it is the user's file, left as it was."""
+        return self.action == "failed"
+
+    @property
     def changed(self) -> bool:
         return self.action in CHANGED
 
@@ -38,7 +44,9 @@ class Outcome:
         return " ".join(parts)
 
     def summary_status(self) -> str:
-        """The installer summary's column: done, skipped or failed."""
-        if not self.ok:
+        """The installer summary's column: done, skipped, warning (refused) or failed."""
+        if self.failed:
             return "failed"
+        if self.action == "refused":
+            return "warning"
         return "skipped" if self.action in ("skipped", "absent", "unchanged") else "done"

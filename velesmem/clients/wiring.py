@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from velesmem.clients import catalog, node
+from velesmem.clients import catalog, claude_hooks, node
 from velesmem.clients.catalog import SERVER_NAME
 from velesmem.clients.files import ConfigRefused, get_json_entry, remove_json_entry, upsert_json_entry
 from velesmem.clients.host import Host
+from velesmem.clients.jsonc import Location, get_jsonc_entry, remove_jsonc_entry, upsert_jsonc_entry
 from velesmem.clients.outcome import Outcome
 from velesmem.clients.tomlfile import get_toml_entry, remove_toml_entry, upsert_toml_entry
 
@@ -34,6 +36,8 @@ class WireRequest:
     ca_cert: str
     skip: frozenset[str] = field(default_factory=frozenset)
     uninstall: bool = False
+    hooks: bool = True  # Claude Code's session hooks in ~/.claude/settings.json (with claude-code)
+    hook_python: str = field(default_factory=lambda: sys.executable)  # what the hooks run
 
     @property
     def health_url(self) -> str:
@@ -58,7 +62,29 @@ def wire_clients(request: WireRequest, host: Host | None = None,
         except OSError as exc:  # permissions, a full disk, a directory where a file should be
             path = str(catalog.CONFIG_PATHS[name](host))
             outcomes.append(Outcome(name, "failed", f"{type(exc).__name__}: {exc}", path=path))
+        if name == catalog.CLAUDE_CODE and request.hooks:
+            outcomes.append(_claude_code_hooks(request, host, clock))
     return outcomes
+
+
+CLAUDE_HOOKS = "claude-code-hooks"  # reported after claude-code, skipped with it
+
+
+def _claude_code_hooks(request: WireRequest, host: Host, clock: Callable[[], float]) -> Outcome:
+    """SessionStart / PreCompact / Stop hooks in Claude Code's settings.json (docs/agents.md)."""
+    path = host.local(claude_hooks.settings_path(host))
+    if not request.uninstall and not claude_hooks.claude_code_present(host, lambda n: _which(host, n)):
+        return Outcome(CLAUDE_HOOKS, "skipped", "Claude Code not found (no claude CLI, no ~/.claude)")
+    try:
+        result = claude_hooks.wire_hooks(path, request.hook_python, uninstall=request.uninstall,
+                                         windows=host.is_windows, clock=clock)
+    except ConfigRefused as exc:
+        return Outcome(CLAUDE_HOOKS, "refused", exc.message, path=str(path))
+    except OSError as exc:
+        return Outcome(CLAUDE_HOOKS, "failed", f"{type(exc).__name__}: {exc}", path=str(path))
+    detail = ("session-start, pre-compact and stop run velesdb-memory hook; takes effect in new "
+              "sessions" if result[0] in ("added", "updated") else "")
+    return _file_outcome(CLAUDE_HOOKS, path, result, detail)
 
 
 def _file_outcome(name: str, path: Path, result: tuple[str, Path | None], detail: str = "") -> Outcome:
@@ -74,11 +100,33 @@ def _json_wire(client: catalog.JsonClient, request: WireRequest, host: Host,
                clock: Callable[[], float]) -> Outcome:
     name = client.name
     path = host.local(client.path(host))
+    where = Location(client.key, SERVER_NAME)
     if request.uninstall:
-        return _file_outcome(name, path, remove_json_entry(path, SERVER_NAME, clock=clock))
-    result = upsert_json_entry(path, SERVER_NAME, client.entry(request.url),
-                               envelope=client.envelope, clock=clock)
-    return _file_outcome(name, path, result)
+        removed = (remove_jsonc_entry(path, where, clock=clock) if client.jsonc
+                   else remove_json_entry(path, SERVER_NAME, key=client.key, clock=clock))
+        return _file_outcome(name, path, removed)
+    if client.detect is not None and not host.local(client.detect(host)).is_dir():
+        return Outcome(name, "skipped", f"not installed (no {client.detect(host)})")
+    entry = client.entry(request.url)
+    if client.jsonc:
+        result = upsert_jsonc_entry(path, where, entry, envelope=client.envelope, clock=clock)
+    else:
+        result = upsert_json_entry(path, SERVER_NAME, entry, key=client.key, envelope=client.envelope,
+                                   clock=clock)
+    hint = client.hint.replace("{ca}", request.ca_cert) if result[0] != "unchanged" else ""
+    return _file_outcome(name, path, result, hint)
+
+
+def read_entry(name: str, host: Host) -> Any:
+    """Our entry in a client's config as it is on disk (None when absent); ConfigRefused when
+    the file cannot be read. Claude Code's is read from ``~/.claude.json``."""
+    path = host.local(catalog.CONFIG_PATHS[name](host))
+    if name == catalog.CODEX:
+        return get_toml_entry(path, SERVER_NAME)
+    client = catalog.JSON_CLIENTS.get(name)
+    if client is not None and client.jsonc:
+        return get_jsonc_entry(path, Location(client.key, SERVER_NAME))
+    return get_json_entry(path, SERVER_NAME, key=client.key if client else "mcpServers")
 
 
 def _claude_desktop(request: WireRequest, host: Host, clock: Callable[[], float]) -> Outcome:
@@ -114,9 +162,9 @@ def desktop_entry(host: Host, tools: node.NodeTools, request: WireRequest) -> di
     tail = [request.url, "--transport", "http-only"]
     if tools.mcp_remote:
         command, args = tools.mcp_remote, tail
-    else:
+    else:  # the bridge version the tests run, never whatever is newest on the day Desktop starts
         assert tools.npx is not None
-        command, args = tools.npx, ["-y", "mcp-remote", *tail]
+        command, args = tools.npx, ["-y", node.MCP_REMOTE_PACKAGE, *tail]
     return {"command": command, "args": args, "env": node.bridge_env(host, tools, request.ca_cert)}
 
 
@@ -198,14 +246,23 @@ _STEPS: dict[str, Callable[[WireRequest, Host, Callable[[], float]], Outcome]] =
 }
 
 
+def installed(name: str, host: Host) -> bool:
+    """False for a client we detect by its directory when that directory is absent."""
+    client = catalog.JSON_CLIENTS.get(name)
+    if client is None or client.detect is None:
+        return True
+    return host.local(client.detect(host)).is_dir() or host.local(client.path(host)).exists()
+
+
 def wired_urls(host: Host, names: Iterable[str] = catalog.CLIENTS) -> dict[str, tuple[str | None, str, str | None]]:
-    """Per client: (URL its entry points at or None, config path, error reading it or None)."""
+    """Per installed client: (URL its entry points at or None, config path, error reading it or None)."""
     report: dict[str, tuple[str | None, str, str | None]] = {}
     for name in names:
+        if not installed(name, host):
+            continue
         path = host.local(catalog.CONFIG_PATHS[name](host))
         try:
-            entry = get_toml_entry(path, SERVER_NAME) if name == catalog.CODEX else get_json_entry(path, SERVER_NAME)
-            report[name] = (catalog.entry_url(entry), str(path), None)
+            report[name] = (catalog.entry_url(read_entry(name, host)), str(path), None)
         except ConfigRefused as exc:
             report[name] = (None, str(path), exc.message)
     return report

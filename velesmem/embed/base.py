@@ -1,4 +1,21 @@
-"""The embedder protocol: an identity (model, dimension, semantic) plus a batched ``embed``."""
+"""The embedder protocol: an identity (model, dimension, semantic), a load step and ``embed``.
+
+Lifecycle, the same for every backend:
+
+* **Construct** (``load_embedder(settings)``): cheap and without I/O. It fails only when the
+  backend cannot work at all (unknown name, extra not installed, a required setting missing).
+* **``warm()``**: the blocking load — the ONNX model and tokenizer for ``local``, the dimension
+  probe for ``ollama`` / ``openai``. The Runtime calls it in a background thread while it reports
+  ``warming``; it is idempotent and thread-safe, and raises ``Internal`` with the fix when the
+  backend is unusable (a later call tries again: a server may come up after the daemon).
+  ``ready`` turns True once it has succeeded.
+* **``embed(texts)``** before ``ready``: if a ``warm()`` is running in another thread, the call
+  waits up to ``limits.EMBED_WARM_WAIT_SECONDS`` and then raises ``EmbedderWarming``; if none is
+  running, the call warms synchronously itself (scripts, tests and benches need no ceremony).
+* **``dimension``** is fixed for ``hash`` and ``local``; a remote embedder learns it from the
+  probe, so reading it before ``warm()`` warms first (blocking) — and so does
+  ``isinstance(remote, Embedder)`` on Python 3.11, whose protocol check reads every attribute.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +23,12 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+
+from velesmem.errors import Internal, Warming
+
+
+class EmbedderWarming(Warming):
+    """The embedder is still loading (or probing its server) after the wait bound; retry soon."""
 
 
 @runtime_checkable
@@ -20,6 +43,15 @@ class Embedder(Protocol):
     model: str
     dimension: int
     semantic: bool
+
+    @property
+    def ready(self) -> bool:
+        """True once ``warm()`` has succeeded: ``embed`` will not wait for a load."""
+        ...
+
+    def warm(self) -> None:
+        """Load the model / probe the server (blocking, idempotent); Internal with the fix."""
+        ...
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Return a float32 array of shape (len(texts), dimension), each row L2-normalised

@@ -58,6 +58,14 @@ class HashEmbedder:
         self.dimension = dimension
         self.model = HASH_MODEL if dimension == HASH_DIMENSION else f"{HASH_MODEL}-{dimension}"
 
+    @property
+    def ready(self) -> bool:
+        """Always True: there is nothing to load."""
+        return True
+
+    def warm(self) -> None:
+        """Nothing to load."""
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed each text; a text with no token (empty, punctuation only) gets an all-zero row
         (as does one whose signed tokens cancel exactly)."""

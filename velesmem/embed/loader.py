@@ -1,4 +1,8 @@
-"""``load_embedder(settings)``: pick the backend named by ``VELESDB_MEMORY_EMBEDDER``."""
+"""``load_embedder(settings)``: pick the backend named by ``VELESDB_MEMORY_EMBEDDER``.
+
+Construction is cheap and does no I/O (no model load, no network); call ``warm()`` on the result
+to load or probe it (``velesmem.embed.base`` describes the lifecycle).
+"""
 
 from __future__ import annotations
 
@@ -9,14 +13,44 @@ from velesmem.embed.base import Embedder
 from velesmem.embed.hashing import HashEmbedder
 from velesmem.errors import Internal
 
+
+def _local(settings: Settings) -> Embedder:
+    from velesmem.embed.local import LocalEmbedder
+
+    return LocalEmbedder()
+
+
+def _ollama(settings: Settings) -> Embedder:
+    from velesmem.embed.remote import ollama_from_settings
+
+    return ollama_from_settings(settings)
+
+
+def _openai(settings: Settings) -> Embedder:
+    from velesmem.embed.remote import openai_from_settings
+
+    return openai_from_settings(settings)
+
+
 BACKENDS: dict[str, Callable[[Settings], Embedder]] = {
     "hash": lambda settings: HashEmbedder(),
+    "local": _local,
+    "ollama": _ollama,
+    "openai": _openai,
 }
 
 
+def local_available() -> bool:
+    """Is the ``embed`` extra (onnxruntime, tokenizers, the model package) installed?"""
+    from velesmem.embed.local import missing_modules
+
+    return not missing_modules()
+
+
 def load_embedder(settings: Settings) -> Embedder:
-    """The embedder ``settings.embedder`` names; Internal (listing the known ones) otherwise."""
-    name = settings.embedder.strip().lower()
+    """The embedder ``settings.embedder`` names (unset: hash), not yet warmed; Internal (with the
+    fix) when the name is unknown or the backend cannot work here (the ``embed`` extra missing)."""
+    name = (settings.embedder or "hash").strip().lower()
     factory = BACKENDS.get(name)
     if factory is None:
         known = ", ".join(sorted(BACKENDS))

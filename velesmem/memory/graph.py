@@ -1,8 +1,12 @@
 """The bounded breadth-first walk over OUTGOING edges behind ``why`` and ``recall_fused``.
 
-Budgets: at most 64 edges followed out of any node, 500 nodes, 2000 edges per walk. An edge to
-an already-visited node is still reported. ``truncated`` is set when a budget cut the walk, or
-when the hop limit stopped it while the last frontier still had outgoing edges.
+Entity hubs are passed through, not reported: a fact's ``about`` edge to a hub and the hub's
+``mentions`` edges to other facts make one hop, reported as an edge ``A → B`` labelled
+``via <entity>`` — so an answer names the identifier or entity that connected it. Hub-to-hub
+relations are not walked (``entity`` answers those). Budgets: at most 64 edges followed out of
+any node (or hub), 500 nodes, 2000 edges per walk. An edge to an already-visited node is still
+reported. ``truncated`` is set when a budget cut the walk, or when the hop limit stopped it while
+the last frontier still had outgoing edges.
 """
 
 from __future__ import annotations
@@ -10,31 +14,62 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from velesmem import limits
-from velesmem.store import Store
+from velesmem.store import ENTITY_HUB_KIND, HUB_NAME_KEY, Store
+
+VIA = "via "
+MENTIONS = "mentions"
 
 
 @dataclass
 class Walk:
-    """Reached nodes (int64 key → hop, in discovery order) and edges (from, to, relation)."""
+    """Reached facts (int64 key → hop, in discovery order), edges (from, to, relation), and
+    the hubs the walk went through (hub key → the facts reached through it)."""
 
     nodes: dict[int, int] = field(default_factory=dict)
     edges: list[tuple[int, int, str]] = field(default_factory=list)
+    hubs: dict[int, set[int]] = field(default_factory=dict)
     truncated: bool = False
+
+
+def _hub_names(store: Store, keys: list[int], now: float) -> dict[int, str]:
+    """The hubs among ``keys``, with their names."""
+    found = store.facts(keys, now, user_only=False)
+    return {k: str(f.metadata.get(HUB_NAME_KEY, f.content.removeprefix("Entity: ")))
+            for k, f in found.items() if f.kind == ENTITY_HUB_KIND}
+
+
+def _neighbours(store: Store, node: int, now: float,
+                out: Walk) -> list[tuple[int, str, int | None]]:
+    """(fact, relation, hub or None) one hop from ``node``, hubs passed through."""
+    degree = limits.MAX_WHY_NODE_DEGREE
+    rows = store.out_edges(node, now, degree + 1)
+    if len(rows) > degree:
+        out.truncated = True
+        rows = rows[:degree]
+    hubs = _hub_names(store, [d for d, _ in rows], now) if rows else {}
+    result: list[tuple[int, str, int | None]] = []
+    for dst, relation in rows:
+        if dst not in hubs:
+            result.append((dst, relation, None))
+            continue
+        mentioned = [d for d, r in store.out_edges(dst, now, degree + 2) if r == MENTIONS]
+        mentioned = [d for d in mentioned if d != node]
+        if len(mentioned) > degree:
+            out.truncated = True
+            mentioned = mentioned[:degree]
+        label = VIA + hubs[dst]
+        result.extend((fact, label, dst) for fact in mentioned)
+    return result
 
 
 def walk(store: Store, seed: int, hops: int, now: float) -> Walk:
     """BFS from ``seed`` (int64 key) for ``hops`` hops under the why budgets."""
     out = Walk(nodes={seed: 0})
     frontier = [seed]
-    degree = limits.MAX_WHY_NODE_DEGREE
     for hop in range(1, hops + 1):
         nxt: list[int] = []
         for node in frontier:
-            rows = store.out_edges(node, now, degree + 1)
-            if len(rows) > degree:
-                out.truncated = True
-                rows = rows[:degree]
-            for dst, relation in rows:
+            for dst, relation, hub in _neighbours(store, node, now, out):
                 if len(out.edges) >= limits.MAX_WHY_EDGES:
                     out.truncated = True
                     return out
@@ -44,6 +79,8 @@ def walk(store: Store, seed: int, hops: int, now: float) -> Walk:
                         continue
                     out.nodes[dst] = hop
                     nxt.append(dst)
+                if hub is not None:
+                    out.hubs.setdefault(hub, set()).add(dst)
                 out.edges.append((node, dst, relation))
         frontier = nxt
         if not frontier:

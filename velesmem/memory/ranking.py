@@ -32,6 +32,11 @@ from velesmem.ids import to_u64
 from velesmem.store import Store
 from velesmem.store.predicates import All
 
+# Evidence floors (hybrid mode): a candidate with no lexical match counts only when its cosine
+# reaches the floor; below it, it is not returned at all (recall answers *up to* k). The hash
+# embedder's cosine without a shared word is bucket-collision noise, so its floor is high.
+HASH_SIMILARITY_FLOOR = 0.3
+SEMANTIC_SIMILARITY_FLOOR = 0.25
 SEMANTIC_VECTOR_WEIGHT = 1.0  # cosine : normalised BM25 = 1 : 1 (STACK_NOTES calibration)
 HASH_VECTOR_WEIGHT = 0.5  # LoCoMo-tuned, docs/ranking.md
 LEX_WEIGHT = 1.0
@@ -62,6 +67,7 @@ class Ranker:
         self.mode = mode
         self.pool = pool  # runs hybrid recall's vector side beside the text side
         self.vector_weight = SEMANTIC_VECTOR_WEIGHT if embedder.semantic else HASH_VECTOR_WEIGHT
+        self.floor = SEMANTIC_SIMILARITY_FLOOR if embedder.semantic else HASH_SIMILARITY_FLOOR
 
     def allowed(self, predicate: All) -> np.ndarray | None:
         """The sorted keys a filter admits (None: no filter). The vector and text indexes hold
@@ -119,6 +125,8 @@ class Ranker:
                 out.append(Ranked(i, key, c, max(c, 0.0) * factor))
             else:
                 lexical = lex.get(i, 0.0) / best if best > 0 else 0.0
+                if lexical <= 0.0 and c < self.floor:
+                    continue  # no evidence: never padded in
                 key = (self.vector_weight * c + LEX_WEIGHT * lexical) * factor
                 out.append(Ranked(i, key, c, max(key, 0.0)))
         out.sort(key=lambda r: (-r.key, to_u64(r.id)))

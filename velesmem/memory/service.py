@@ -27,7 +27,8 @@ from velesmem.errors import InvalidInput
 from velesmem.ids import fact_id, parse_id, to_i64, to_u64
 from velesmem.memory import filters as mfilters
 from velesmem.memory import validate
-from velesmem.memory.graph import walk
+from velesmem.memory.entities import EntityResult, lookup_entity
+from velesmem.memory.graph import Walk, walk
 from velesmem.memory.ranking import Ranked, Ranker
 from velesmem.memory.results import (
     FeedbackResult,
@@ -86,6 +87,8 @@ class MemoryService:
         self._ranker = Ranker(store, embedder, settings.recall_mode, pool)
         self.extraction_status: Callable[[], dict[str, Any]] = _extraction_off
         self.runtime: Runtime | None = None  # set when a Runtime owns this service
+        # called with (key, content) once a remember has committed (autograph queues it)
+        self.on_remembered: Callable[[int, str], None] | None = None
 
     @classmethod
     def open(cls, path: str | Path | None = None, *, embedder: Embedder | None = None,
@@ -101,6 +104,12 @@ class MemoryService:
         runtime = Runtime.open(settings, embedder=embedder, clock=clock)
         runtime.wait_ready_sync()
         return runtime.memory
+
+    def set_embedder(self, embedder: Embedder) -> None:
+        """Rank and embed with ``embedder`` from now on (after a migration's cutover)."""
+        self.embedder = embedder
+        self._ranker = Ranker(self.store, embedder, self.settings.recall_mode,
+                              self._ranker.pool)
 
     def close(self) -> None:
         """Finish pending writes, save the index and release the lock (idempotent)."""
@@ -119,7 +128,7 @@ class MemoryService:
         """The injected clock, epoch seconds."""
         return float(self._clock())
 
-    def _today(self, now: float) -> int:
+    def today(self, now: float) -> int:
         d = _dt.datetime.fromtimestamp(now, tz=_dt.timezone.utc).date()
         return d.year * 10000 + d.month * 100 + d.day
 
@@ -133,12 +142,17 @@ class MemoryService:
         pairs = validate.links(links, fid)
         ttl = validate.ttl(ttl_seconds, self.settings.default_ttl)
         now = self.now()
-        _, meta_json = validate.metadata(metadata, today=self._today(now))
+        _, meta_json = validate.metadata(metadata, today=self.today(now))
         vector = self.embedder.embed([content])[0]
         write = FactWrite(to_i64(fid), content, meta_json, vector, now,
                           None if ttl is None else now + ttl,
                           tuple((to_i64(t), r) for t, r in pairs))
-        return then(self.store.remember(write), lambda key: RememberResult(to_u64(key)))
+        future = self.store.remember(write)
+        hook = self.on_remembered
+        if hook is not None:
+            future.add_done_callback(
+                lambda f: None if f.exception() is not None else hook(write.key, content))
+        return then(future, lambda key: RememberResult(to_u64(key)))
 
     def remember(self, fact: str, links: list[dict] | None = None,
                  metadata: dict | None = None, ttl_seconds: int | None = None) -> RememberResult:
@@ -243,7 +257,7 @@ class MemoryService:
             cosine[r.id] = r.cosine
         if ranked:
             reach = walk(self.store, ranked[0].id, hops, now)
-            weights = self._reach_weights(reach.nodes, predicate, now)
+            weights = self._reach_weights(reach, predicate, now)
             for node, weight in weights.items():
                 fused[node] = fused.get(node, 0.0) + boost * weight
         order = sorted(fused, key=lambda i: (-fused[i], to_u64(i)))[:k]
@@ -253,29 +267,24 @@ class MemoryService:
         dated, latest = _dated_context(memories, field)
         return FusedResult(memories, dated, latest)
 
-    def _reach_weights(self, nodes: dict[int, int], predicate: All,
-                       now: float) -> dict[int, float]:
+    def _reach_weights(self, reach: Walk, predicate: All, now: float) -> dict[int, float]:
         """Walk-reached user facts (the seed excluded) matching the filter → the highest entity
-        idf of a hub in the walk that mentions them (ln(n/degree)/ln(n)), else 1.0."""
-        reached = [i for i, hop in nodes.items() if hop > 0]
+        idf (ln(n/degree)/ln(n)) of a hub the walk went through to them, else 1.0."""
+        reached = [i for i, hop in reach.nodes.items() if hop > 0]
         if not reached:
             return {}
-        found = self.store.facts(reached, now, user_only=False)
         allowed = self._ranker.allowed(predicate)
-        facts = {i for i, f in found.items() if f.kind is None
-                 and (allowed is None or _contains(allowed, i))}
-        hubs = [i for i, f in found.items() if f.kind == ENTITY_HUB_KIND]
+        facts = {i for i in self.store.facts(reached, now)
+                 if allowed is None or _contains(allowed, i)}
         weights = {i: 1.0 for i in facts}
-        if hubs:
+        if reach.hubs:
             n = self.store.counts(now).facts
             best: dict[int, float] = {}
-            for hub in hubs:
-                targets = self.store.targets(hub)
-                degree = max(len(targets), 1)
-                idf = math.log(n / degree) / math.log(n) if n > 1 else 1.0
-                for t in targets:
-                    if t in facts:
-                        best[t] = max(best.get(t, -math.inf), max(idf, 0.0))
+            for hub, through in reach.hubs.items():
+                degree = max(len(self.store.targets(hub)), 1)
+                idf = max(math.log(n / degree) / math.log(n), 0.0) if n > 1 else 1.0
+                for t in through & facts:
+                    best[t] = max(best.get(t, 0.0), idf)
             weights.update(best)
         return weights
 
@@ -291,11 +300,17 @@ class MemoryService:
         if not seed:
             return WhyResult([], [], False)
         reach = walk(self.store, seed[0].id, hops, now)
-        found = self.store.facts(list(reach.nodes), now, user_only=False)
+        found = self.store.facts(list(reach.nodes), now)
         nodes = [WhyNode(to_u64(i), found[i].content if i in found else "", hop)
                  for i, hop in reach.nodes.items()]
         edges = [WhyEdge(to_u64(s), to_u64(d), rel) for s, d, rel in reach.edges]
         return WhyResult(nodes, edges, reach.truncated)
+
+    def entity(self, name: str) -> EntityResult:
+        """What the graph knows about one entity: its attributes, the typed relations leaving
+        it and those arriving at it (each direction bounded, cuts reported)."""
+        canonical = validate.entity_name(name)
+        return lookup_entity(self.store, canonical, self.now())
 
     def _memories(self, ranked: list[Ranked], now: float) -> list[Memory]:
         if not ranked:

@@ -215,3 +215,18 @@ def boolean(value: object, field: str) -> bool:
     if not isinstance(value, bool):
         raise InvalidInput(f"{field} must be a boolean, got {type(value).__name__}")
     return value
+
+
+def entity_name(value: object) -> str:
+    """An entity name as the graph keys it: trimmed and lowercased, non-empty, within the cap."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"name must be a string, got {type(value).__name__}")
+    name = value.strip().lower()
+    if not name:
+        raise InvalidInput("name must not be empty")
+    size = len(name.encode("utf-8", "surrogatepass"))
+    if size > limits.MAX_ENTITY_NAME_BYTES:
+        raise InvalidInput(f"name is {size} bytes, over the {limits.MAX_ENTITY_NAME_BYTES}-byte "
+                           "cap")
+    _utf8(name, "name")
+    return name

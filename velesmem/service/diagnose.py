@@ -39,7 +39,11 @@ def diagnose(host: Host, port: int, tls_dir: str, store: str | None = None) -> l
     status = health.check_health("127.0.0.1", port, ca)
     checks.append(_daemon(status, port, ca, tls_dir))
     if status.ok:
-        checks.append(_memory(url, ca, store))
+        checks.append(_memory(url, ca, status.store or store))
+        if store and status.store and Path(status.store) != Path(store).resolve():
+            checks.append(Check(WARN, f"the daemon serves {status.store}, but this machine's settings name "
+                                f"{store}: a stdio client would open that one instead of attaching",
+                                "unset VELESDB_MEMORY_PATH, or re-run the installer with --store"))
         checks.append(Check(OK, f"Python trusts the CA: strict TLS request verified against {ca}"))
         checks.append(_os_trust(host, ca))
         checks.append(_node(host, url, ca))

@@ -19,16 +19,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HEALTH_TIMEOUT_S = 5.0
+STORE_HEADER = "x-velesdb-memory-store"  # velesmem.daemon.address names it; service/ stays below daemon/
 POLL_INTERVAL_S = 0.2
 
 
 @dataclass(frozen=True)
 class Health:
-    """``ok`` when /health answered 200 "OK"; otherwise ``kind`` says why: down, tls, http, no-ca."""
+    """``ok`` when /health answered 200 "OK"; otherwise ``kind`` says why: down, tls, http, no-ca,
+    or exited (the daemon died while we waited for it)."""
 
     ok: bool
     kind: str
     detail: str = ""
+    store: str = ""  # the store the daemon says it serves (its /health header)
 
 
 def check_health(host: str, port: int, ca_cert: str | None,
@@ -43,6 +46,7 @@ def check_health(host: str, port: int, ca_cert: str | None,
         conn.request("GET", "/health")
         response = conn.getresponse()
         body = response.read(4096).decode("utf-8", "replace").strip()
+        store = response.getheader(STORE_HEADER) or ""
     except ssl.SSLCertVerificationError as exc:
         return Health(False, "tls", exc.verify_message or str(exc))
     except ssl.SSLError as exc:
@@ -52,7 +56,7 @@ def check_health(host: str, port: int, ca_cert: str | None,
     finally:
         conn.close()
     if response.status == 200 and health_ok(body):
-        return Health(True, "ok")
+        return Health(True, "ok", store=store)
     return Health(False, "http", f"HTTP {response.status} {body!r}")
 
 
@@ -75,9 +79,10 @@ def wait_healthy(host: str, port: int, ca_cert: str, timeout: float,
         if last.ok or last.kind in ("tls", "http"):
             return last
         if not still_starting():
-            return Health(False, "down", f"the daemon exited while starting ({last.detail})")
+            return Health(False, "exited", "the daemon exited while starting")
         time.sleep(POLL_INTERVAL_S)
-    return Health(False, last.kind, f"no answer within {timeout:.0f} s ({last.detail})")
+    why = "the daemon has not created its CA yet" if last.kind == "no-ca" else last.detail
+    return Health(False, last.kind, f"no answer within {timeout:.0f} s ({why})")
 
 
 def port_in_use(host: str, port: int) -> bool:

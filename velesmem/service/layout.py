@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import PurePath
 
+from velesmem import installed
 from velesmem.clients.host import Host
 
 APP_DIR = "velesdb-memory"
@@ -48,3 +49,8 @@ def pid_file(host: Host) -> PurePath:
 def spec_file(host: Host) -> PurePath:
     """The settings the background daemon was started with (to detect a change on re-run)."""
     return state_dir(host) / "daemon.json"
+
+
+def record_file(host: Host) -> PurePath:
+    """The installer record (``velesmem.installed``): where every command finds the daemon."""
+    return installed.record_path(host.env, windows=host.is_windows, home=host.home)

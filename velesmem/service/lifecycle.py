@@ -7,11 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from velesmem import __version__, installed
 from velesmem.clients.files import atomic_write, read_bytes
 from velesmem.clients.host import Host
+from velesmem.config import ENV_PREFIX
 from velesmem.errors import Internal
-from velesmem.service import health
-from velesmem.service.managers import Manager, Systemd, managers_for
+from velesmem.service import health, layout
+from velesmem.service.managers import Manager, Systemd, daemon_error, managers_for
 from velesmem.service.spec import DaemonSpec
 
 DEFAULT_WAIT_S = 60.0
@@ -23,13 +25,31 @@ class PortBusy(Internal):
 
 @dataclass(frozen=True)
 class InstallReport:
-    """``action``: started, restarted or unchanged; ``health`` after the wait."""
+    """``action``: started, restarted or unchanged; ``health`` after the wait; ``log`` what the
+    daemon wrote while starting, when it did not come up."""
 
     action: str
     manager: str
     written: tuple[str, ...]
     health: health.Health
     note: str = ""
+    log: tuple[str, ...] = ()
+
+    @property
+    def daemon_error(self) -> str:
+        """The daemon's own reason for stopping, from its log (empty when it said nothing)."""
+        return daemon_error(list(self.log))
+
+
+def spec_record(spec: DaemonSpec, manager: Manager) -> installed.Record:
+    """What the installer records about the daemon it set up (see ``velesmem.installed``)."""
+    settings = {k: v for k, v in spec.environment().items() if k.startswith(ENV_PREFIX)}
+    return installed.Record(settings=settings, python=spec.python, manager=manager.name,
+                            velesmem_version=__version__)
+
+
+def record_file(host: Host) -> Path:
+    return host.local(layout.record_file(host))
 
 
 def ensure_port_free_or_ours(spec: DaemonSpec, manager: Manager) -> None:
@@ -54,19 +74,28 @@ def install(spec: DaemonSpec, manager: Manager, *, force_restart: bool = False,
     changed = [path for path, data in wanted.items() if read_bytes(path) != data]
     for path in changed:
         atomic_write(path, wanted[path])
+    record = record_file(manager.host)
+    if installed.write(spec_record(spec, manager), record):
+        changed.append(record)
     if running and not changed and not force_restart:
         status = health.check_health(spec.host, spec.port, spec.ca_cert)
         if status.ok:
             return InstallReport("unchanged", manager.describe(), (), status, manager.note)
+    mark = manager.log_mark()
     manager.activate(spec, restart=running)
     status = health.wait_healthy(spec.host, spec.port, spec.ca_cert, wait_s, manager.may_still_start)
+    log = () if status.ok else tuple(manager.log_since(mark))
     return InstallReport("restarted" if running else "started", manager.describe(),
-                         tuple(str(p) for p in changed), status, manager.note)
+                         tuple(str(p) for p in changed), status, manager.note, log)
 
 
 def uninstall(host: Host) -> list[str]:
-    """Stop and unregister the daemon under every manager that has it; the files removed."""
+    """Stop and unregister the daemon under every manager that has it, and forget the installer
+    record; the files removed."""
     removed: list[str] = []
+    record = record_file(host)
+    if installed.remove(record):
+        removed.append(str(record))
     for manager in managers_for(host):
         if not manager.installed() and not manager.is_running():
             continue
@@ -80,12 +109,6 @@ def uninstall(host: Host) -> list[str]:
     return removed
 
 
-def installed_spec(host: Host) -> DaemonSpec | None:
-    """The settings of the background daemon, when that is how it runs (for status/doctor)."""
-    from velesmem.service import layout
-
-    raw = read_bytes(Path(str(layout.spec_file(host))))
-    try:
-        return DaemonSpec.from_json(raw.decode("utf-8")) if raw else None
-    except (ValueError, TypeError):
-        return None
+def installed_record(host: Host) -> installed.Record | None:
+    """What the installer recorded on this host, if anything."""
+    return installed.read(layout.record_file(host))

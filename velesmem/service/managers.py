@@ -11,8 +11,10 @@ import os
 import shutil
 import signal
 import subprocess
+import re
 import time
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from pathlib import Path
 
 from velesmem.clients.host import Host
@@ -24,10 +26,50 @@ from velesmem.service.spec import DaemonSpec
 COMMAND_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 30.0
 MANAGER_NAMES = ("launchd", "schtasks", "systemd", "background")
+LOG_TAIL_LINES = 15
+LOG_READ_LIMIT = 64 * 1024  # a crash loop can grow a log fast: read at most its last 64 KiB
+FAILED_STARTS = 2  # a daemon its manager restarted this often while we waited is not coming up
 
 
 class ServiceError(Internal):
     """A service manager refused a command; the message carries its output and the fix."""
+
+
+@dataclass(frozen=True)
+class LogMark:
+    """The end of the daemon's logs at one moment: the clock, and each log file's size."""
+
+    at: float
+    sizes: dict[Path, int]
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _read_from(path: Path, offset: int) -> list[str]:
+    """The lines of ``path`` after byte ``offset`` (its last LOG_READ_LIMIT bytes at most)."""
+    try:
+        with open(path, "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            start = offset if offset <= size else 0  # truncated or rotated: read it whole
+            start = max(start, size - LOG_READ_LIMIT)
+            handle.seek(start)
+            data = handle.read()
+    except OSError:
+        return []
+    return data.decode("utf-8", "replace").splitlines()
+
+
+def daemon_error(lines: list[str]) -> str:
+    """The line that says why the daemon stopped: its last ``error`` line, else its last line."""
+    for line in reversed(lines):
+        if "error" in line.lower():
+            return line.strip()
+    return lines[-1].strip() if lines else ""
 
 
 def _run(argv: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -86,6 +128,21 @@ class Manager(ABC):
         restarts it (launchd KeepAlive, systemd, the task's restart policy) is given the whole wait."""
         return True
 
+    def log_files(self) -> list[Path]:
+        """The files the daemon's output goes to (empty when it goes to a journal)."""
+        return [self.host.local(layout.log_dir(self.host)) / "daemon.log"]
+
+    def log_mark(self) -> LogMark:
+        """Where the log ends now: ``log_since`` shows only what the next start writes."""
+        return LogMark(time.time(), {path: _size(path) for path in self.log_files()})
+
+    def log_since(self, mark: LogMark, lines: int = LOG_TAIL_LINES) -> list[str]:
+        """The last ``lines`` lines the daemon wrote after ``mark`` (its own error, usually)."""
+        out: list[str] = []
+        for path in self.log_files():
+            out += _read_from(path, mark.sizes.get(path, 0))
+        return [line for line in out if line.strip()][-lines:]
+
 
 class Launchd(Manager):
     name = "launchd"
@@ -120,6 +177,22 @@ class Launchd(Manager):
     def is_running(self) -> bool:
         done = _run(["launchctl", "print", self._target], check=False)
         return done.returncode == 0 and "state = running" in done.stdout
+
+    def log_files(self) -> list[Path]:
+        logs = self.host.local(layout.log_dir(self.host))
+        return [logs / "daemon.log", logs / "daemon.err.log"]
+
+    def may_still_start(self) -> bool:
+        """KeepAlive restarts a dying daemon forever: stop waiting once it failed twice."""
+        done = _run(["launchctl", "print", self._target], check=False)
+        return not launchd_keeps_failing(done.stdout) if done.returncode == 0 else True
+
+
+def launchd_keeps_failing(printed: str) -> bool:
+    """From ``launchctl print``: the job ran FAILED_STARTS times or more and its last run failed."""
+    runs = re.search(r"^\s*runs = (\d+)", printed, re.MULTILINE)
+    code = re.search(r"^\s*last exit code = (-?\d+)", printed, re.MULTILINE)
+    return bool(runs and code and int(runs.group(1)) >= FAILED_STARTS and int(code.group(1)) != 0)
 
 
 class ScheduledTask(Manager):
@@ -178,6 +251,27 @@ class Systemd(Manager):
     def log_hint(self) -> str:
         return f"journalctl --user -u {render.SYSTEMD_UNIT}"
 
+    def log_files(self) -> list[Path]:
+        return []  # the journal
+
+    def log_since(self, mark: LogMark, lines: int = LOG_TAIL_LINES) -> list[str]:
+        done = _run(["journalctl", "--user", "-u", render.SYSTEMD_UNIT, "--since", f"@{int(mark.at)}",
+                     "-n", str(lines), "--no-pager", "-o", "cat"], check=False)
+        return [line for line in done.stdout.splitlines() if line.strip()][-lines:]
+
+    def may_still_start(self) -> bool:
+        """Restart=on-failure retries a dying daemon: stop waiting once it failed twice."""
+        done = _run(["systemctl", "--user", "show", "-p", "ActiveState", "-p", "NRestarts",
+                     render.SYSTEMD_UNIT], check=False)
+        return not systemd_keeps_failing(done.stdout)
+
+
+def systemd_keeps_failing(shown: str) -> bool:
+    """From ``systemctl show -p ActiveState -p NRestarts``: failed, or restarted FAILED_STARTS times."""
+    props = dict(line.split("=", 1) for line in shown.splitlines() if "=" in line)
+    restarts = props.get("NRestarts", "0")
+    return props.get("ActiveState") == "failed" or (restarts.isdigit() and int(restarts) >= FAILED_STARTS)
+
 
 class Background(Manager):
     """No service manager: a detached process (new session) with a pid file. No restart at login."""
@@ -227,6 +321,9 @@ class Background(Manager):
 
     def log_hint(self) -> str:
         return str(self.log_file)
+
+    def log_files(self) -> list[Path]:
+        return [self.log_file]
 
     def may_still_start(self) -> bool:
         return self.is_running()  # nothing restarts a detached process: its exit is final

@@ -25,7 +25,7 @@ class DaemonSpec:
     port: int = limits.DEFAULT_HTTP_PORT
     store: str = ""
     tls_dir: str = ""
-    embedder: str = "hash"
+    embedder: str | None = None  # None: the store's own (or, for a new store, the default)
     ttl: int | None = None
     extra_env: dict[str, str] = field(default_factory=dict)  # ollama / extractor settings
 
@@ -56,8 +56,9 @@ class DaemonSpec:
             f"{ENV_PREFIX}HTTP_BIND": f"{self.host}:{self.port}",
             f"{ENV_PREFIX}PATH": self.store,
             f"{ENV_PREFIX}TLS_DIR": self.tls_dir,
-            f"{ENV_PREFIX}EMBEDDER": self.embedder,
         }
+        if self.embedder is not None:
+            env[f"{ENV_PREFIX}EMBEDDER"] = self.embedder
         if self.ttl is not None:
             env[f"{ENV_PREFIX}DEFAULT_TTL"] = str(self.ttl)
         env.update(sorted(self.extra_env.items()))

@@ -13,10 +13,16 @@ from typing import TYPE_CHECKING
 from velesmem.errors import Internal
 from velesmem.store.protocol import (
     ENTITY_HUB_KIND,
+    HUB_NAME_KEY,
+    HUB_SOURCE_KEY,
+    TERMINAL_STATES,
     Counts,
     Edge,
     FactWrite,
+    GraphWrite,
+    HubWrite,
     Identity,
+    Job,
     Problem,
     Space,
     Store,
@@ -53,5 +59,6 @@ def open_store(settings: Settings, identity: Identity | None, now: float) -> Sto
     return load(settings.backend)(settings, identity, now)
 
 
-__all__ = ["BACKENDS", "ENTITY_HUB_KIND", "Counts", "Edge", "FactWrite", "Identity", "Problem",
+__all__ = ["BACKENDS", "ENTITY_HUB_KIND", "HUB_NAME_KEY", "HUB_SOURCE_KEY", "TERMINAL_STATES",
+           "Counts", "Edge", "FactWrite", "GraphWrite", "HubWrite", "Identity", "Job", "Problem",
            "Space", "Store", "StoredFact", "WarmProgress", "load", "open_store"]

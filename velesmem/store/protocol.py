@@ -27,6 +27,8 @@ import numpy as np
 from velesmem.store.predicates import Predicate
 
 ENTITY_HUB_KIND = "entity_hub"
+HUB_NAME_KEY = "_veles_entity"  # a hub's canonical name, in its (reserved) metadata
+HUB_SOURCE_KEY = "_veles_source"  # what made the hub: "entity" or an identifier kind
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,50 @@ class FactWrite:
     now: float
     expires_at: float | None
     links: tuple[tuple[int, str], ...] = ()  # (target key, relation)
+
+
+@dataclass(frozen=True)
+class HubWrite:
+    """An entity hub to upsert: internal fact ``key`` named ``name`` (content
+    ``Entity: <name>``), with ``attributes`` merged into its metadata (later values win)."""
+
+    key: int
+    name: str
+    source: str = "entity"  # what made it: entity (an extraction) or an identifier kind
+    attributes: tuple[tuple[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class GraphWrite:
+    """One atomic change to the graph: user facts (with vectors), entity hubs, and edges
+    (src, dst, relation) — an edge whose end no longer exists is skipped, not an error."""
+
+    now: float
+    facts: tuple[FactWrite, ...] = ()
+    hubs: tuple[HubWrite, ...] = ()
+    edges: tuple[tuple[int, int, str], ...] = ()
+
+
+JOB_STATES = ("accepted", "running", "committed", "failed")
+TERMINAL_STATES = ("committed", "failed")
+
+
+@dataclass(frozen=True)
+class Job:
+    """A durable background job. ``payload`` (the request) and ``output`` (e.g. a model's
+    extraction, persisted before any memory write) are dropped when the job ends; ``result``
+    and ``error`` stay, with the ``fingerprint`` that makes retries idempotent."""
+
+    id: str
+    kind: str
+    state: str
+    fingerprint: str
+    created_at: float
+    updated_at: float
+    payload: dict[str, Any] | None = None
+    output: str | None = None
+    result: dict[str, Any] | None = None
+    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -101,6 +147,20 @@ class Problem:
     derived: bool
 
 
+@dataclass(frozen=True)
+class JournalState:
+    """The migration journal: its epoch (None: not capturing), pending entries and bytes, and
+    the distinct facts they name."""
+
+    epoch: str | None
+    entries: int
+    bytes: int
+    dirty_facts: int
+
+
+JOURNAL_ENTRY_BYTES = 24  # what one journal entry counts against journal_max_bytes
+
+
 @dataclass
 class WarmProgress:
     """How far warming has got (for ``/health`` and the "still warming" error)."""
@@ -133,6 +193,13 @@ class Store(Protocol):
     # --- embedding spaces --------------------------------------------------------------------
     def provenance(self) -> Identity | None:
         """The identity that filled the store, or None while it holds no vector."""
+
+    def migrated_from(self) -> str | None:
+        """The model that served the store before its last committed migration, if any."""
+
+    def settle(self, identity: Identity, now: float) -> Space:
+        """Make ``identity`` the serving space's (a new or empty store), or refuse with
+        EmbedderMismatch when another embedder filled it."""
 
     def serving_space(self) -> Space | None: ...
 
@@ -168,6 +235,76 @@ class Store(Protocol):
                      expires_at: float | None = None) -> Future[int]: ...
 
     def delete_internal(self, key: int) -> Future[bool]: ...
+
+    def write_graph(self, graph: GraphWrite, *, job: str | None = None,
+                    result: dict[str, Any] | None = None,
+                    background: bool = False) -> Future[list[int]]:
+        """Apply ``graph`` in one transaction (resolves to the keys of its facts); with ``job``
+        that job becomes committed with ``result`` in the same transaction. ``background``
+        work (autograph) yields to every other write."""
+
+    # --- durable jobs ------------------------------------------------------------------------
+    def create_job(self, job: Job, *, max_pending: int) -> Future[tuple[Job, bool]]:
+        """Record ``job`` unless its id exists: resolves to (the stored job, created). Refused
+        (InvalidInput) when ``max_pending`` jobs of its kind are not terminal yet."""
+
+    def update_job(self, job_id: str, now: float, *, state: str | None = None,
+                   output: str | None = None, result: dict[str, Any] | None = None,
+                   error: str | None = None) -> Future[Job]:
+        """Change a job; reaching a terminal state drops its payload and output."""
+
+    def get_job(self, job_id: str) -> Job | None: ...
+
+    def pending_jobs(self, kind: str, limit: int) -> list[Job]:
+        """Non-terminal jobs of ``kind``, oldest first (running ones first: resumed)."""
+
+    def claim_job(self, kind: str, now: float) -> Future[Job | None]:
+        """Atomically move the oldest accepted job of ``kind`` to running (None: none left).
+        With several daemons on one database, each job is claimed by exactly one."""
+
+    # --- a second embedding space (online migration) -----------------------------------------
+    def create_space(self, identity: Identity, witness: tuple[float, ...],
+                     now: float) -> Future[Space]:
+        """A new, empty space being built beside the serving one (refused while one exists)."""
+
+    def building_space(self) -> Space | None: ...
+
+    def load_building_index(self) -> None:
+        """Make the building space searchable again after a restart (its vectors are kept)."""
+
+    def space_destination(self, space: int) -> str:
+        """Where a space's derived data lives (the migration's "generated destination")."""
+
+    def put_vectors(self, space: int, items: Sequence[tuple[int, np.ndarray]]) -> Future[int]:
+        """Write vectors into a building space for the live user facts among the keys (others
+        are skipped); resolves to how many were written."""
+
+    def delete_vectors(self, space: int, keys: Sequence[int]) -> Future[int]: ...
+
+    def space_count(self, space: int) -> int: ...
+
+    def facts_after(self, after: int | None, limit: int, now: float) -> list[tuple[int, str]]:
+        """(key, content) of up to ``limit`` live user facts with a key above ``after``, by key
+        (the base copy's batches)."""
+
+    def start_journal(self, epoch: str, max_bytes: int) -> Future[None]:
+        """From now on every write to a fact (or the edges leaving it) is journaled; a write
+        that would pass ``max_bytes`` is refused (InvalidInput), never left untracked."""
+
+    def journal(self, limit: int) -> tuple[list[tuple[int, int]], JournalState]:
+        """The oldest ``limit`` entries (seq, fact key) and the journal's state."""
+
+    def ack_journal(self, upto: int) -> Future[None]:
+        """Drop the entries up to seq ``upto`` (replayed)."""
+
+    def stop_journal(self) -> Future[None]: ...
+
+    def activate_space(self, space: int, witness: tuple[float, ...]) -> Future[None]:
+        """Make the building space the serving one, with its identity as provenance, in one
+        transaction (the old space is kept until ``drop_space``)."""
+
+    def drop_space(self, space: int) -> Future[None]:
+        """Delete a space that does not serve: its vectors and its derived files."""
 
     # --- reads -------------------------------------------------------------------------------
     def facts(self, keys: Sequence[int], now: float, *,

@@ -27,10 +27,14 @@ from velesmem.errors import EmbedderMismatch, Internal, InvalidInput
 from velesmem.ids import to_i64
 from velesmem.store.predicates import All
 from velesmem.store.protocol import (
+    JOURNAL_ENTRY_BYTES,
     Counts,
     Edge,
     FactWrite,
+    GraphWrite,
     Identity,
+    Job,
+    JournalState,
     Problem,
     Space,
     StoredFact,
@@ -136,6 +140,12 @@ class SqliteStore:
         self.text_generation = 0
         self.warm_done = False
         self._closed = False
+        row = conn.execute("SELECT value FROM meta WHERE key = 'journal_epoch'").fetchone()
+        self._journal_epoch: str | None = None if row is None else row[0]
+        row = conn.execute("SELECT value FROM meta WHERE key = 'journal_max_bytes'").fetchone()
+        self._journal_max = int(row[0]) if row else 0
+        self._journal_bytes = _journal_bytes(conn) if self._journal_epoch else 0
+        self.building_index: VectorIndex | None = None
 
     # --- opening -----------------------------------------------------------------------------
     @classmethod
@@ -300,18 +310,55 @@ class SqliteStore:
         return self._next_expiry
 
     def journal_write(self, conn: sqlite3.Connection, key: int) -> None:
-        """Record that fact ``key`` (or its outgoing edges) changed, for a running migration."""
+        """Record that fact ``key`` (or its outgoing edges) changed, for a running migration
+        (writer thread, inside the write's savepoint: refused writes journal nothing)."""
+        epoch = self._journal_epoch
+        if epoch is None:
+            return
+        if self._journal_bytes + JOURNAL_ENTRY_BYTES > self._journal_max:
+            self._journal_bytes = _journal_bytes(conn)  # what was replayed meanwhile
+            if self._journal_bytes + JOURNAL_ENTRY_BYTES > self._journal_max:
+                raise InvalidInput(
+                    f"the embedding migration's journal is full ({self._journal_bytes} of "
+                    f"{self._journal_max} bytes, journal_max_bytes): this write was refused so "
+                    "that nothing goes untracked. Retry in a moment (the migration replays the "
+                    "journal as it goes), or cancel it with migration_cancel")
+        conn.execute("INSERT INTO migration_journal (epoch, key, bytes) VALUES (?, ?, ?)",
+                     (epoch, key, JOURNAL_ENTRY_BYTES))
+        self._journal_bytes += JOURNAL_ENTRY_BYTES
 
-    def _submit(self, job: writes.Job) -> Future[Any]:
+    def _submit(self, job: writes.Job, *, background: bool = False) -> Future[Any]:
         if self.readonly:
             raise Internal("this store view is read-only")
-        return self.writer.submit(job)
+        return self.writer.submit(job, background=background)
 
     # --- embedding spaces --------------------------------------------------------------------
     def provenance(self) -> Identity | None:
         return _read_provenance(self.reader())
 
+    def migrated_from(self) -> str | None:
+        """The model the store was served by before its last committed migration."""
+        row = self.reader().execute("SELECT value FROM meta WHERE key = 'migrated_from'"
+                                    ).fetchone()
+        return None if row is None else str(row[0])
+
     def serving_space(self) -> Space | None:
+        return self.serving
+
+    def settle(self, identity: Identity, now: float) -> Space:
+        if self.serving is not None and self.serving.identity == identity:
+            return self.serving
+        if self.writer.running:  # a remote embedder probed while the daemon already serves
+            def job(conn: sqlite3.Connection) -> Outcome[Space]:
+                return Outcome(_settle_space(conn, identity, self.directory, now,
+                                             own_transaction=False))
+
+            self.serving = self.writer.submit(job).result()
+            return self.serving
+        try:
+            self.serving = _settle_space(self._write_conn, identity, self.directory, now)
+        except sqlite3.DatabaseError as exc:
+            raise damaged(self.directory, exc) from None
         return self.serving
 
     # --- writes ------------------------------------------------------------------------------
@@ -348,6 +395,222 @@ class SqliteStore:
 
     def delete_internal(self, key: int) -> Future[bool]:
         return self._submit(writes.delete_internal(self, key))
+
+    def write_graph(self, graph: GraphWrite, *, job: str | None = None,
+                    result: dict[str, Any] | None = None,
+                    background: bool = False) -> Future[list[int]]:
+        if graph.facts and self.serving is None:
+            raise Internal("the store was opened without an embedder")
+        return self._submit(writes.write_graph(self, graph, job, result), background=background)
+
+    # --- durable jobs ------------------------------------------------------------------------
+    def create_job(self, job: Job, *, max_pending: int) -> Future[tuple[Job, bool]]:
+        return self._submit(writes.create_job(job, max_pending))
+
+    def update_job(self, job_id: str, now: float, *, state: str | None = None,
+                   output: str | None = None, result: dict[str, Any] | None = None,
+                   error: str | None = None) -> Future[Job]:
+        return self._submit(writes.update_job(job_id, now, state=state, output=output,
+                                              result=result, error=error))
+
+    def get_job(self, job_id: str) -> Job | None:
+        return writes._get_job(self.reader(), job_id)
+
+    def pending_jobs(self, kind: str, limit: int) -> list[Job]:
+        rows = self.reader().execute(
+            f"SELECT {writes.JOB_COLUMNS} FROM jobs WHERE kind = ? AND state IN "
+            "('running', 'accepted') ORDER BY state = 'accepted', created_at, id LIMIT ?",
+            (kind, limit)).fetchall()
+        return [writes.job_from_row(r) for r in rows]
+
+    def claim_job(self, kind: str, now: float) -> Future[Job | None]:
+        return self._submit(writes.claim_job(kind, now))
+
+    # --- a second embedding space (online migration) -----------------------------------------
+    def create_space(self, identity: Identity, witness: tuple[float, ...],
+                     now: float) -> Future[Space]:
+        def job(conn: sqlite3.Connection) -> Outcome[Space]:
+            existing = conn.execute("SELECT id FROM spaces WHERE state = 'building'").fetchone()
+            if existing is not None:
+                raise InvalidInput(f"embedding space {existing[0]} is already being built (a "
+                                   "generated destination exists): recover or cancel that "
+                                   "migration first")
+            cur = conn.execute("INSERT INTO spaces (model, dimension, witness, state, created_at) "
+                               "VALUES (?, ?, ?, 'building', ?)",
+                               (identity.model, identity.dimension, json.dumps(witness), now))
+            space = Space(int(cur.lastrowid or 0), identity, witness)
+            for path in index_files(self.directory, space.id):
+                path.unlink(missing_ok=True)
+            index = VectorIndex(identity.dimension)
+
+            def effect() -> None:
+                self.building_index = index
+
+            return Outcome(space, effect)
+
+        return self._submit(job)
+
+    def building_space(self) -> Space | None:
+        row = self.reader().execute("SELECT id FROM spaces WHERE state = 'building'").fetchone()
+        return None if row is None else spaces.read_space(self.reader(), int(row[0]))
+
+    def space_destination(self, space: int) -> str:
+        return str(index_files(self.directory, space)[0])
+
+    def load_building_index(self) -> None:
+        """The building space's index from its vectors (after a restart), if there is one."""
+        space = self.building_space()
+        if space is not None and self.building_index is None:
+            self.building_index = spaces.rebuild(self.reader(), space, WarmProgress())
+
+    def put_vectors(self, space: int, items: Sequence[tuple[int, np.ndarray]]) -> Future[int]:
+        def job(conn: sqlite3.Connection) -> Outcome[int]:
+            live = writes._live_user_keys(conn, [k for k, _ in items])
+            seq = self.next_seq()
+            rows = [(space, k, seq, v.astype(np.float32).tobytes()) for k, v in items
+                    if k in live]
+            conn.executemany("INSERT OR REPLACE INTO space_vectors (space, id, seq, vector) "
+                             "VALUES (?, ?, ?, ?)", rows)
+            index = self.building_index
+            keys = np.asarray([r[1] for r in rows], dtype=np.int64)
+            matrix = (np.stack([v for k, v in items if k in live]).astype(np.float32)
+                      if rows else None)
+
+            def effect() -> None:
+                if index is not None and matrix is not None:
+                    index.remove(keys.tolist())  # re-embedded: the new vector replaces it
+                    index.bulk_add(keys, matrix)
+                    index.add(keys, matrix, seq)
+
+            return Outcome(len(rows), effect)
+
+        return self._submit(job)
+
+    def delete_vectors(self, space: int, keys: Sequence[int]) -> Future[int]:
+        def job(conn: sqlite3.Connection) -> Outcome[int]:
+            gone = [k for k in keys if conn.execute(
+                "DELETE FROM space_vectors WHERE space = ? AND id = ?", (space, k)).rowcount]
+            index = self.building_index
+            wanted = list(keys)
+
+            def effect() -> None:  # a forget already deleted the row: the index still must go
+                if index is not None and wanted:
+                    index.remove(wanted)
+
+            return Outcome(len(gone), effect)
+
+        return self._submit(job)
+
+    def space_count(self, space: int) -> int:
+        return spaces.vector_count(self.reader(), space)
+
+    def facts_after(self, after: int | None, limit: int, now: float) -> list[tuple[int, str]]:
+        bound = _I64_MIN - 1 if after is None else after
+        return [(int(k), c) for k, c in self.reader().execute(
+            f"SELECT id, content FROM facts WHERE kind IS NULL AND {LIVE} AND id > ? "
+            "ORDER BY id LIMIT ?", (now, bound, limit))]
+
+    def start_journal(self, epoch: str, max_bytes: int) -> Future[None]:
+        def job(conn: sqlite3.Connection) -> Outcome[None]:
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('journal_epoch', ?)", (epoch,))
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('journal_max_bytes', ?)",
+                         (str(max_bytes),))
+            self._journal_epoch, self._journal_max = epoch, max_bytes
+            self._journal_bytes = _journal_bytes(conn)
+            return Outcome(None)
+
+        return self._submit(job)
+
+    def journal(self, limit: int) -> tuple[list[tuple[int, int]], JournalState]:
+        conn = self.reader()
+        rows = [(int(s), int(k)) for s, k in conn.execute(
+            "SELECT seq, key FROM migration_journal ORDER BY seq LIMIT ?", (limit,))]
+        entries, size, dirty = conn.execute(
+            "SELECT count(*), coalesce(sum(bytes), 0), count(DISTINCT key) FROM "
+            "migration_journal").fetchone()
+        return rows, JournalState(self._journal_epoch, int(entries), int(size), int(dirty))
+
+    def ack_journal(self, upto: int) -> Future[None]:
+        def job(conn: sqlite3.Connection) -> Outcome[None]:
+            conn.execute("DELETE FROM migration_journal WHERE seq <= ?", (upto,))
+            self._journal_bytes = _journal_bytes(conn)
+            return Outcome(None)
+
+        return self._submit(job)
+
+    def stop_journal(self) -> Future[None]:
+        def job(conn: sqlite3.Connection) -> Outcome[None]:
+            conn.execute("DELETE FROM meta WHERE key IN ('journal_epoch', 'journal_max_bytes')")
+            conn.execute("DELETE FROM migration_journal")
+            self._journal_epoch, self._journal_bytes = None, 0
+            return Outcome(None)
+
+        return self._submit(job)
+
+    def activate_space(self, space: int, witness: tuple[float, ...]) -> Future[None]:
+        def job(conn: sqlite3.Connection) -> Outcome[None]:
+            new = spaces.read_space(conn, space)
+            if new is None:
+                raise Internal(f"embedding space {space} does not exist")
+            # Checked here, in the writer, so that no write can land between check and flip.
+            pending = conn.execute("SELECT count(*) FROM migration_journal").fetchone()[0]
+            if pending:
+                raise Internal(f"{pending} writes are not yet in the new space: not activated")
+            facts = conn.execute("SELECT count(*) FROM facts WHERE kind IS NULL").fetchone()[0]
+            vectors = spaces.vector_count(conn, space)
+            if facts != vectors:
+                raise Internal(f"the new space holds {vectors} vectors for {facts} facts: "
+                               "not activated")
+            old = self.serving
+            conn.execute("UPDATE spaces SET state = 'retired' WHERE state = 'serving'")
+            conn.execute("UPDATE spaces SET state = 'serving', witness = ? WHERE id = ?",
+                         (json.dumps(witness), space))
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('serving_space', ?)", (str(space),))
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('provenance_model', ?)",
+                         (new.identity.model,))
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('provenance_dimension', ?)",
+                         (str(new.identity.dimension),))
+            if old is not None:
+                conn.execute("INSERT OR REPLACE INTO meta VALUES ('migrated_from', ?)",
+                             (old.identity.model,))
+            index = self.building_index
+            if index is None:
+                index = spaces.rebuild(conn, new, WarmProgress())
+            index.watermark = self.seq
+            retiring = self.index
+
+            def effect() -> None:
+                self.serving = Space(new.id, new.identity, witness)
+                self.index = index
+                self.building_index = None
+                index.start_indexer()
+                if retiring is not None:
+                    retiring.stop_indexer()
+                log.info("embedding space %d (%s) now serves; space %s retired", new.id,
+                         new.identity.model, None if old is None else old.id)
+
+            return Outcome(None, effect)
+
+        return self._submit(job)
+
+    def drop_space(self, space: int) -> Future[None]:
+        def job(conn: sqlite3.Connection) -> Outcome[None]:
+            if self.serving is not None and self.serving.id == space:
+                raise InvalidInput(f"embedding space {space} serves: it cannot be dropped")
+            conn.execute("DELETE FROM space_vectors WHERE space = ?", (space,))
+            conn.execute("DELETE FROM vector_deletes WHERE space = ?", (space,))
+            conn.execute("DELETE FROM spaces WHERE id = ?", (space,))
+            building = self.building_index
+
+            def effect() -> None:
+                for path in index_files(self.directory, space):
+                    path.unlink(missing_ok=True)
+                if building is not None and self.building_space() is None:
+                    self.building_index = None
+
+            return Outcome(None, effect)
+
+        return self._submit(job)
 
     # --- reads -------------------------------------------------------------------------------
     def facts(self, keys: Sequence[int], now: float, *,
@@ -503,6 +766,11 @@ def _in_query(conn: sqlite3.Connection, sql: str, keys: list[int],
     return conn.execute(sql.format(",".join("?" * len(keys))), (*keys, *params)).fetchall()
 
 
+def _journal_bytes(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT coalesce(sum(bytes), 0) FROM migration_journal"
+                            ).fetchone()[0])
+
+
 def _private_file(path: Path) -> None:
     if os.name == "posix":
         try:
@@ -528,7 +796,7 @@ def _read_provenance(conn: sqlite3.Connection) -> Identity | None:
 
 
 def _settle_space(conn: sqlite3.Connection, identity: Identity, directory: Path,
-                  now: float) -> Space:
+                  now: float, own_transaction: bool = True) -> Space:
     """The serving space for ``identity``: created for a new store, replaced while it holds no
     vector, refused when another embedder filled the store."""
     sid = spaces.serving_space_id(conn)
@@ -549,7 +817,8 @@ def _settle_space(conn: sqlite3.Connection, identity: Identity, directory: Path,
             f"dims): set VELESDB_MEMORY_EMBEDDER back to the embedder that filled it, or migrate "
             f"the store to the new one with `velesdb-memory migrate --to <embedder>` (export it "
             f"first with `velesdb-memory export --output memories.jsonl`)")
-    conn.execute("BEGIN IMMEDIATE")
+    if own_transaction:
+        conn.execute("BEGIN IMMEDIATE")
     try:
         if space is None:
             cur = conn.execute("INSERT INTO spaces (model, dimension, state, created_at) "
@@ -563,9 +832,11 @@ def _settle_space(conn: sqlite3.Connection, identity: Identity, directory: Path,
                          "WHERE id = ?", (identity.model, identity.dimension, new_id))
             for path in index_files(directory, new_id):
                 path.unlink(missing_ok=True)
-        conn.execute("COMMIT")
+        if own_transaction:
+            conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if own_transaction:
+            conn.execute("ROLLBACK")
         raise
     return Space(new_id, identity)
 

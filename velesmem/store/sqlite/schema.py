@@ -144,6 +144,20 @@ def _v5_jobs(conn: sqlite3.Connection) -> None:
     """)
 
 
+def _v6_migration_journal(conn: sqlite3.Connection) -> None:
+    # What changed while an embedding migration copies the store into a second space: one row
+    # per write to a fact (or to the edges leaving it), replayed into the new space until it
+    # converges. Bounded in bytes by the migration's journal_max_bytes.
+    _run(conn, """
+        CREATE TABLE migration_journal (
+            seq     INTEGER PRIMARY KEY AUTOINCREMENT,
+            epoch   TEXT NOT NULL,
+            key     INTEGER NOT NULL,
+            bytes   INTEGER NOT NULL
+        )
+    """)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial: facts, edges, meta, FTS5 over user facts", _v1_initial),
     Migration(2, "vectors moved to their own table", _v2_vectors_apart),
@@ -152,6 +166,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "embedding spaces: vectors keyed by space with their write sequence",
               _v4_embedding_spaces),
     Migration(5, "jobs: durable background work", _v5_jobs),
+    Migration(6, "migration_journal: writes made while an embedding migration runs",
+              _v6_migration_journal),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

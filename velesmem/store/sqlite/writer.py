@@ -26,6 +26,7 @@ MAX_BATCH = 256
 log = logging.getLogger(__name__)
 
 Effect = Callable[[], None]
+_WAKE = object()  # queued with a background job, so the thread looks at that queue
 
 
 @dataclass
@@ -51,7 +52,8 @@ class Writer:
                  name: str = "velesmem-writer") -> None:
         self._conn = conn
         self._before_commit = before_commit
-        self._queue: queue.SimpleQueue[tuple[Job, Future[Any]] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()  # jobs, _WAKE, None (stop)
+        self._background: queue.SimpleQueue[tuple[Job, Future[Any]]] = queue.SimpleQueue()
         self._closed = False
         self._close_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -64,13 +66,20 @@ class Writer:
     def running(self) -> bool:
         return self._thread.is_alive()
 
-    def submit(self, job: Job) -> Future[Any]:
-        """Queue ``job``; the future resolves to its result once committed (or its error)."""
+    def submit(self, job: Job, *, background: bool = False) -> Future[Any]:
+        """Queue ``job``; the future resolves to its result once committed (or its error).
+
+        A ``background`` job (autograph's links) runs alone, and only when no other job is
+        waiting: it never delays an acknowledgement by more than the one in progress."""
         future: Future[Any] = Future()
         with self._close_lock:
             if self._closed:
                 raise Internal("the store is closed")
-            self._queue.put((job, future))
+            if background:
+                self._background.put((job, future))
+                self._queue.put(_WAKE)
+            else:
+                self._queue.put((job, future))
         return future
 
     def close(self) -> None:
@@ -88,10 +97,16 @@ class Writer:
     def _run(self) -> None:
         stop = False
         while not stop:
-            first = self._queue.get()
+            if self._background.empty():
+                first = self._queue.get()
+            else:
+                try:
+                    first = self._queue.get_nowait()
+                except queue.Empty:
+                    first = _WAKE
             if first is None:
                 break
-            batch = [first]
+            batch = [] if first is _WAKE else [first]
             while len(batch) < MAX_BATCH:
                 try:
                     item = self._queue.get_nowait()
@@ -100,8 +115,14 @@ class Writer:
                 if item is None:
                     stop = True
                     break
-                batch.append(item)
-            self._run_batch(batch)
+                if item is not _WAKE:
+                    batch.append(item)
+            if batch:
+                self._run_batch(batch)
+            elif not self._background.empty():
+                self._run_batch([self._background.get_nowait()])
+        while not self._background.empty():  # closing: nothing queued is left unanswered
+            self._run_batch([self._background.get_nowait()])
 
     def _run_batch(self, batch: list[tuple[Job, Future[Any]]]) -> None:
         conn = self._conn

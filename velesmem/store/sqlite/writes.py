@@ -8,6 +8,7 @@ that job's changes. Every job that changes a fact takes a fresh sequence number
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -16,7 +17,16 @@ import numpy as np
 from velesmem import limits
 from velesmem.errors import InvalidInput, NotFound
 from velesmem.ids import edge_id, to_i64, to_u64
-from velesmem.store.protocol import ENTITY_HUB_KIND, FactWrite
+from velesmem.store.protocol import (
+    ENTITY_HUB_KIND,
+    HUB_NAME_KEY,
+    HUB_SOURCE_KEY,
+    TERMINAL_STATES,
+    FactWrite,
+    GraphWrite,
+    HubWrite,
+)
+from velesmem.store.protocol import Job as JobRecord
 from velesmem.store.sqlite.meta_index import index_fact, unindex_fact
 from velesmem.store.sqlite.writer import Outcome
 
@@ -24,6 +34,7 @@ if TYPE_CHECKING:
     from velesmem.store.sqlite.backend import SqliteStore
 
 LIVE = "(expires_at IS NULL OR expires_at > ?)"
+_MISSING = object()
 Job = Callable[[sqlite3.Connection], Outcome[Any]]
 
 
@@ -49,53 +60,128 @@ def remember(store: SqliteStore, w: FactWrite) -> Job:
     """The job upserting one fact (plus its links) and adding its vector to the index."""
 
     def job(conn: sqlite3.Connection) -> Outcome[int]:
-        key = w.key
         for n, (target, _) in enumerate(w.links):
             if not exists(conn, target, w.now):
                 raise NotFound(f"links[{n}].target {to_u64(target)} is not a stored memory")
-        row = conn.execute("SELECT content, kind FROM facts WHERE id = ?", (key,)).fetchone()
-        if row is not None and row[1] is not None:
-            raise InvalidInput(f"id {to_u64(key)} belongs to internal scaffolding")
-        space = store.serving
-        seq = store.next_seq()
-        blob = w.vector.astype(np.float32).tobytes()
-        new_vector = row is None or row[0] != w.content
-        if row is None:
-            conn.execute("INSERT INTO facts (id, content, metadata, kind, seq, created_at, "
-                         "updated_at, expires_at, confidence) VALUES (?, ?, ?, NULL, ?, ?, ?, ?, "
-                         "?)", (key, w.content, w.metadata_json, seq, w.now, w.now,
-                                w.expires_at, limits.DEFAULT_CONFIDENCE))
-            conn.execute("INSERT INTO facts_fts (rowid, content) VALUES (?, ?)", (key, w.content))
-        else:
-            conn.execute("UPDATE facts SET content = ?, metadata = ?, seq = ?, "
-                         "updated_at = ?, expires_at = ? WHERE id = ?",
-                         (w.content, w.metadata_json, seq, w.now, w.expires_at, key))
-            if row[0] != w.content:  # same id, other text: a hash collision; keep it coherent
-                _fts_replace(conn, key, row[0], w.content)
-        if new_vector:
-            put_vector(conn, space.id, key, seq, blob)
-        index_fact(conn, key)
-        if not store.provenance_recorded:
-            record_provenance(conn, space.identity.model, space.identity.dimension)
+        effect = upsert_fact(store, conn, w)
         for target, relation in w.links:
-            insert_edge(conn, key, target, relation, w.now)
-        store.journal_write(conn, key)
-        index = store.index
-        vec = w.vector.reshape(1, -1)
-        text_changed = row is not None and row[0] != w.content
-
-        def effect() -> None:
-            store.provenance_recorded = True
-            if text_changed:
-                store.text_generation += 1
-            if new_vector and index is not None:
-                index.add(np.asarray([key], dtype=np.int64), vec, seq)
-            if w.expires_at is not None:
-                store.note_expiry(w.expires_at)
-
-        return Outcome(key, effect)
+            insert_edge(conn, w.key, target, relation, w.now)
+        return Outcome(w.key, effect)
 
     return job
+
+
+def upsert_fact(store: SqliteStore, conn: sqlite3.Connection,
+                w: FactWrite) -> Callable[[], None]:
+    """Insert or update a user fact and its vector (inside the caller's savepoint); return the
+    in-memory effect to apply after the commit."""
+    key = w.key
+    row = conn.execute("SELECT content, kind FROM facts WHERE id = ?", (key,)).fetchone()
+    if row is not None and row[1] is not None:
+        raise InvalidInput(f"id {to_u64(key)} belongs to internal scaffolding")
+    space = store.serving
+    seq = store.next_seq()
+    blob = w.vector.astype(np.float32).tobytes()
+    new_vector = row is None or row[0] != w.content
+    if row is None:
+        conn.execute("INSERT INTO facts (id, content, metadata, kind, seq, created_at, "
+                     "updated_at, expires_at, confidence) VALUES (?, ?, ?, NULL, ?, ?, ?, ?, "
+                     "?)", (key, w.content, w.metadata_json, seq, w.now, w.now,
+                            w.expires_at, limits.DEFAULT_CONFIDENCE))
+        conn.execute("INSERT INTO facts_fts (rowid, content) VALUES (?, ?)", (key, w.content))
+    else:
+        conn.execute("UPDATE facts SET content = ?, metadata = ?, seq = ?, "
+                     "updated_at = ?, expires_at = ? WHERE id = ?",
+                     (w.content, w.metadata_json, seq, w.now, w.expires_at, key))
+        if row[0] != w.content:  # same id, other text: a hash collision; keep it coherent
+            _fts_replace(conn, key, row[0], w.content)
+    if new_vector:
+        put_vector(conn, space.id, key, seq, blob)
+    index_fact(conn, key)
+    if not store.provenance_recorded:
+        record_provenance(conn, space.identity.model, space.identity.dimension)
+    if new_vector:  # only a new vector needs the migration's replay (edges are shared)
+        store.journal_write(conn, key)
+    index = store.index
+    vec = w.vector.reshape(1, -1)
+    text_changed = row is not None and row[0] != w.content
+
+    def effect() -> None:
+        store.provenance_recorded = True
+        if text_changed:
+            store.text_generation += 1
+        if new_vector and index is not None:
+            index.add(np.asarray([key], dtype=np.int64), vec, seq)
+        if w.expires_at is not None:
+            store.note_expiry(w.expires_at)
+
+    return effect
+
+
+def upsert_hub(store: SqliteStore, conn: sqlite3.Connection, hub: HubWrite, now: float) -> bool:
+    """Create the hub, or merge its attributes into the one stored; False when its key belongs
+    to a user fact (a hash collision: the hub is left out)."""
+    row = conn.execute("SELECT kind, metadata FROM facts WHERE id = ?", (hub.key,)).fetchone()
+    if row is not None and row[0] != ENTITY_HUB_KIND:
+        return False
+    meta = json.loads(row[1]) if row is not None else {
+        HUB_NAME_KEY: hub.name, HUB_SOURCE_KEY: hub.source}
+    changed = row is None
+    for name, value in hub.attributes:
+        if meta.get(name, _MISSING) != value:
+            meta[name] = value
+            changed = True
+    if not changed:
+        return True
+    encoded = json.dumps(meta, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    conn.execute(
+        "INSERT INTO facts (id, content, metadata, kind, seq, created_at, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET metadata = excluded.metadata, "
+        "seq = excluded.seq, updated_at = excluded.updated_at",
+        (hub.key, f"Entity: {hub.name}", encoded, ENTITY_HUB_KIND, store.next_seq(), now, now))
+    index_fact(conn, hub.key)
+    return True
+
+
+def write_graph(store: SqliteStore, graph: GraphWrite, job_id: str | None,
+                result: dict[str, Any] | None) -> Job:
+    """Facts, hubs and edges in one savepoint; with ``job_id`` that job commits with them."""
+
+    def job(conn: sqlite3.Connection) -> Outcome[list[int]]:
+        effects = [upsert_fact(store, conn, w) for w in graph.facts]
+        refused = {h.key for h in graph.hubs if not upsert_hub(store, conn, h, graph.now)}
+        ends = sorted({k for e in graph.edges for k in e[:2]} - refused)
+        live = _live_keys(conn, ends, graph.now)
+        for src, dst, relation in graph.edges:
+            if src in live and dst in live:
+                insert_edge(conn, src, dst, relation, graph.now)
+        if job_id is not None:
+            _set_job(conn, job_id, graph.now, state="committed", result=result)
+
+        def effect() -> None:
+            for e in effects:
+                e()
+
+        return Outcome([w.key for w in graph.facts], effect)
+
+    return job
+
+
+def _live_user_keys(conn: sqlite3.Connection, keys: list[int]) -> set[int]:
+    """The keys that are user facts (expiry not checked: an expired fact is purged later)."""
+    if not keys:
+        return set()
+    return {int(k) for (k,) in conn.execute(
+        "SELECT id FROM facts WHERE id IN (SELECT value FROM json_each(?)) AND kind IS NULL",
+        (json.dumps(keys),))}
+
+
+def _live_keys(conn: sqlite3.Connection, keys: list[int], now: float) -> set[int]:
+    if not keys:
+        return set()
+    return {int(k) for (k,) in conn.execute(
+        f"SELECT id FROM facts WHERE id IN (SELECT value FROM json_each(?)) AND {LIVE}",
+        (json.dumps(keys), now))}
 
 
 def _fts_replace(conn: sqlite3.Connection, key: int, old: str, new: str) -> None:
@@ -118,7 +204,6 @@ def relate(store: SqliteStore, src: int, dst: int, relation: str, now: float) ->
             if not exists(conn, end, now):
                 raise NotFound(f"{name} {to_u64(end)} is not a stored memory")
         key = insert_edge(conn, src, dst, relation, now)
-        store.journal_write(conn, src)
         return Outcome(key)
 
     return job
@@ -128,8 +213,6 @@ def unrelate(store: SqliteStore, src: int, dst: int, relation: str) -> Job:
     def job(conn: sqlite3.Connection) -> Outcome[int]:
         cur = conn.execute("DELETE FROM edges WHERE src = ? AND dst = ? AND relation = ?",
                            (src, dst, relation))
-        if cur.rowcount:
-            store.journal_write(conn, src)
         return Outcome(cur.rowcount)
 
     return job
@@ -164,7 +247,8 @@ def delete_facts(store: SqliteStore, conn: sqlite3.Connection, keys: list[int]) 
             conn.executemany("INSERT INTO vector_deletes (space, id, seq) VALUES (?, ?, ?)",
                              [(s, key, seq) for s in spaces])
         unindex_fact(conn, key)
-        store.journal_write(conn, key)
+        if kind is None:
+            store.journal_write(conn, key)
     for hub in hubs - set(keys):
         alive = conn.execute(
             "SELECT 1 FROM edges e JOIN facts f ON f.id = CASE WHEN e.src = ? THEN e.dst ELSE "
@@ -174,7 +258,6 @@ def delete_facts(store: SqliteStore, conn: sqlite3.Connection, keys: list[int]) 
             conn.execute("DELETE FROM edges WHERE src = ? OR dst = ?", (hub, hub))
             conn.execute("DELETE FROM facts WHERE id = ?", (hub,))
             unindex_fact(conn, hub)
-            store.journal_write(conn, hub)
     return removed
 
 
@@ -229,7 +312,6 @@ def feedback(store: SqliteStore, key: int, success: bool, now: float) -> Job:
             (step, int(success), int(not success), key, now)).fetchone()
         if row is None:
             raise NotFound(f"id {to_u64(key)} is not a stored memory")
-        store.journal_write(conn, key)
         return Outcome(float(row[0]))
 
     return job
@@ -272,7 +354,6 @@ def put_internal(store: SqliteStore, key: int, content: str, metadata_json: str,
             "expires_at = excluded.expires_at",
             (key, content, metadata_json, kind, store.next_seq(), now, now, expires_at))
         index_fact(conn, key)
-        store.journal_write(conn, key)
 
         def effect() -> None:
             if expires_at is not None:
@@ -293,3 +374,79 @@ def delete_internal(store: SqliteStore, key: int) -> Job:
         return Outcome(True)
 
     return job
+
+
+# --- durable jobs ------------------------------------------------------------------------------
+JOB_COLUMNS = ("id, kind, state, fingerprint, created_at, updated_at, payload, output, result, "
+               "error")
+
+
+def job_from_row(row: tuple[Any, ...]) -> JobRecord:
+    return JobRecord(row[0], row[1], row[2], row[3], float(row[4]), float(row[5]),
+                     None if row[6] is None else json.loads(row[6]), row[7],
+                     None if row[8] is None else json.loads(row[8]), row[9])
+
+
+def _get_job(conn: sqlite3.Connection, job_id: str) -> JobRecord | None:
+    row = conn.execute(f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()
+    return None if row is None else job_from_row(row)
+
+
+def _set_job(conn: sqlite3.Connection, job_id: str, now: float, *, state: str | None = None,
+             output: str | None = None, result: dict[str, Any] | None = None,
+             error: str | None = None) -> JobRecord:
+    current = _get_job(conn, job_id)
+    if current is None:
+        raise NotFound(f"no job {job_id}")
+    new_state = state or current.state
+    terminal = new_state in TERMINAL_STATES
+    conn.execute(
+        "UPDATE jobs SET state = ?, updated_at = ?, output = ?, result = ?, error = ?, "
+        "payload = ? WHERE id = ?",
+        (new_state, now, None if terminal else (output if output is not None else current.output),
+         json.dumps(result) if result is not None else (
+             None if current.result is None else json.dumps(current.result)),
+         error if error is not None else current.error,
+         None if terminal or current.payload is None else json.dumps(current.payload), job_id))
+    found = _get_job(conn, job_id)
+    assert found is not None
+    return found
+
+
+def create_job(job: JobRecord, max_pending: int) -> Job:
+    def run(conn: sqlite3.Connection) -> Outcome[tuple[JobRecord, bool]]:
+        existing = _get_job(conn, job.id)
+        if existing is not None:
+            return Outcome((existing, False))
+        pending = conn.execute("SELECT count(*) FROM jobs WHERE kind = ? AND state NOT IN "
+                               "('committed', 'failed')", (job.kind,)).fetchone()[0]
+        if pending >= max_pending:
+            raise InvalidInput(f"{pending} {job.kind} jobs are still pending (the cap is "
+                               f"{max_pending}): wait for some to finish (extraction_status), "
+                               "then retry")
+        conn.execute(f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     (job.id, job.kind, job.state, job.fingerprint, job.created_at,
+                      job.updated_at, None if job.payload is None else json.dumps(job.payload),
+                      job.output, None if job.result is None else json.dumps(job.result),
+                      job.error))
+        return Outcome((job, True))
+
+    return run
+
+
+def update_job(job_id: str, now: float, **changes: Any) -> Job:
+    def run(conn: sqlite3.Connection) -> Outcome[JobRecord]:
+        return Outcome(_set_job(conn, job_id, now, **changes))
+
+    return run
+
+
+def claim_job(kind: str, now: float) -> Job:
+    def run(conn: sqlite3.Connection) -> Outcome[JobRecord | None]:
+        row = conn.execute("SELECT id FROM jobs WHERE kind = ? AND state = 'accepted' "
+                           "ORDER BY created_at, id LIMIT 1", (kind,)).fetchone()
+        if row is None:
+            return Outcome(None)
+        return Outcome(_set_job(conn, row[0], now, state="running"))
+
+    return run

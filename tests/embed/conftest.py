@@ -1,0 +1,14 @@
+"""One warmed local model per test session (loading it takes about half a second)."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def local_embedder():
+    from velesmem.embed.local import LocalEmbedder
+
+    embedder = LocalEmbedder()
+    embedder.warm()
+    return embedder

@@ -1,0 +1,75 @@
+"""``velesdb-memory hook session-start|pre-compact|stop``: a Claude Code session hook.
+
+Reads the hook's JSON on stdin and talks to the running daemon: session-start prints the
+session's saved working context as additional context; pre-compact and stop save a checkpoint
+(the transcript's path, the end of the last reply) into it. It never blocks the agent: it gives
+up after about 2 s, and whatever goes wrong (no daemon, a timeout, odd input) it prints nothing
+on stdout, one line on stderr, and exits 0. ``velesdb-memory wire`` installs the three hooks in
+~/.claude/settings.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import time
+
+GRACE_S = 0.5  # past the deadline, the watchdog ends the process whatever it is doing
+STDERR_PREFIX = "[velesdb-memory] hook"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from velesmem.agents.hooks import EVENTS
+
+    parser = subparsers.add_parser(
+        "hook", help="a Claude Code session hook (reads its JSON on stdin; never blocks)",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("event", choices=sorted(EVENTS), help="the Claude Code event this runs for")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from velesmem.agents.hooks import HOOK_DEADLINE_S
+
+    start = time.monotonic()
+    deadline = start + HOOK_DEADLINE_S
+    printing = threading.Lock()
+
+    def give_up() -> None:  # a read or a call that ignores its timeout cannot hold the agent
+        if printing.acquire(blocking=False):
+            _note(args.event, f"gave up after {HOOK_DEADLINE_S + GRACE_S:.1f} s")
+            os._exit(0)
+
+    watchdog = threading.Timer(HOOK_DEADLINE_S + GRACE_S, give_up)
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        out = _answer(args.event, deadline)
+    except Exception as exc:  # noqa: BLE001 — a hook reports, it never fails the agent
+        out = ""
+        _note(args.event, f"{type(exc).__name__}: {exc}")
+    if not printing.acquire(blocking=False):
+        return 0
+    watchdog.cancel()
+    if out:
+        sys.stdout.write(out + "\n")
+        sys.stdout.flush()
+    return 0
+
+
+def _answer(event: str, deadline: float) -> str:
+    from velesmem.agents.hooks import MAX_INPUT_BYTES, answer
+    from velesmem.config import Settings
+
+    raw = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+    return answer(event, raw, os.getcwd(), Settings.from_env(), deadline)
+
+
+def _note(event: str, message: str) -> None:
+    try:
+        print(f"{STDERR_PREFIX} {event}: {' '.join(message.split())[:300]}", file=sys.stderr,
+              flush=True)
+    except OSError:
+        pass

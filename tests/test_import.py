@@ -60,7 +60,7 @@ def _comparable(lines: list[dict]) -> list[dict]:
 def test_export_then_import_restores_everything_and_a_rerun_changes_nothing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
         target: str, request: pytest.FixtureRequest) -> None:
-    source = Settings(path=tmp_path / "personal")
+    source = Settings(path=tmp_path / "personal", autograph="off")  # a known graph
     with MemoryService.open(source.path, settings=source) as mem:
         _fill(mem)
     exported = _export(source, tmp_path / "memories.jsonl")

@@ -4,7 +4,8 @@ The inverse of ``export``: every fact line is remembered again through the memor
 (re-embedded by the running embedder, so its id stays the hash of its text), then its learned
 confidence, success and failure counts, creation and update times and expiry are restored as
 exported; internal scaffolding (in ``--include-internal`` exports) is put back as it was; then
-every edge is related again. Idempotent: a fact or edge already stored exactly so is left alone,
+every edge is related again (the autograph is off meanwhile: the export's own hubs and edges
+come back, nothing more). Idempotent: a fact or edge already stored exactly so is left alone,
 so a second run changes nothing. Facts already expired are skipped. The whole file is checked
 before anything is written; a line the store refuses is reported and the rest goes on. It works
 for any backend pair: a SQLite backup restored, or a personal store moved to a team's
@@ -275,7 +276,9 @@ def run(args: argparse.Namespace) -> int:
     if args.path is not None:
         settings = settings.with_overrides(path=args.path.expanduser())
     items = read_export(args.file)
-    runtime = Runtime.open(settings)
+    # Restore the export as it was: no autograph deriving more scaffolding meanwhile (an
+    # --include-internal export carries the hubs and edges it built).
+    runtime = Runtime.open(settings.with_overrides(autograph="off"))
     try:
         runtime.wait_ready_sync()
         progress = Progress(len(items), sys.stderr)

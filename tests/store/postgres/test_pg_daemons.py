@@ -1,6 +1,7 @@
 """Many daemons, one database: a second process plays the other daemon. Concurrent remembers
 converge, feedback loses no update, a relate/forget race leaves no dangling edge, jobs and the
-TTL sweep run once, a fresh database is migrated once, and SIGKILL loses nothing acknowledged."""
+TTL sweep run once (a dead daemon's running job is taken over once), a fresh database is
+migrated once, and SIGKILL loses nothing acknowledged."""
 
 from __future__ import annotations
 
@@ -11,7 +12,11 @@ import threading
 import time
 from collections.abc import Callable
 
+import pytest
+
+from velesmem.errors import InvalidInput, NotFound
 from velesmem.ids import to_u64
+from velesmem.store import Job
 from velesmem.store.postgres.backend import PostgresStore
 
 from .conftest import DIM, NOW, key, write
@@ -62,13 +67,18 @@ elif mode == "relate":
 elif mode == "jobs":
     ran = []
     while True:
-        job = store.claim_job("extract", NOW, 60.0).result()
+        job = store.claim_job("extract", NOW).result()
         if job is None:
             break
         time.sleep(0.002)  # the work
-        assert store.finish_job(job.id, NOW, {{"by": store.worker}}).result()
+        store.update_job(job.id, NOW, state="committed", result={{"by": store.worker}}).result()
         ran.append(job.id)
     print(json.dumps(ran), flush=True)
+elif mode == "hold":
+    job = store.claim_job("extract", NOW).result()
+    store.update_job(job.id, NOW, output="the model's extraction, persisted").result()
+    print(job.id, flush=True)
+    sys.stdin.readline()  # held until killed
 elif mode == "purge":
     print(store.purge_expired(float(arg)).result(), flush=True)
 elif mode == "stream":
@@ -158,38 +168,67 @@ def test_a_relate_forget_race_leaves_no_dangling_edge(pg: PostgresStore, spawn,
     assert pg.verify() == []
 
 
+def _job(n: int, state: str = "accepted") -> Job:
+    return Job(f"job-{n:02d}", "extract", state, f"fp{n}", NOW + n, NOW + n, payload={"n": n})
+
+
 def test_fifty_jobs_and_two_daemons_each_job_runs_exactly_once(pg: PostgresStore, spawn,
                                                                postgres_url: str) -> None:
     for n in range(50):
-        assert pg.enqueue_job(f"job-{n:02d}", "extract", f"fp{n}", {"n": n}, NOW + n).result()
-    assert pg.enqueue_job("job-00", "extract", "fp0", {"n": 0}, NOW).result() is False
+        assert pg.create_job(_job(n), max_pending=100).result()[1] is True
+    assert pg.create_job(_job(0), max_pending=100).result()[1] is False  # idempotent per id
     child = Child(spawn, postgres_url, "jobs", None)
     child.go()
     mine: list[str] = []
-    while (job := pg.claim_job("extract", NOW, 60.0).result()) is not None:
+    while (job := pg.claim_job("extract", NOW).result()) is not None:
         time.sleep(0.002)
-        assert pg.finish_job(job.id, NOW, {"by": pg.worker}).result()
+        pg.update_job(job.id, NOW, state="committed", result={"by": pg.worker}).result()
         mine.append(job.id)
     theirs = json.loads(child.result())
     assert sorted(mine + theirs) == [f"job-{n:02d}" for n in range(50)]
     assert mine and theirs, "both daemons should have claimed work"
     with pg._conn() as conn:
         rows = conn.execute("SELECT state, attempts, count(*) FROM jobs GROUP BY 1, 2").fetchall()
-    assert rows == [("done", 1, 50)]
+    assert rows == [("committed", 1, 50)]
+    assert pg.get_job("job-07").payload is None  # terminal: the request is dropped
 
 
-def test_a_lapsed_lease_passes_the_job_to_another_daemon(open_pg) -> None:
-    a, b = open_pg(), open_pg()
-    a.enqueue_job("only", "extract", "fp", None, NOW).result()
-    first = a.claim_job("extract", NOW, 5.0).result()
-    assert first is not None and first.attempts == 1
-    assert b.claim_job("extract", NOW + 1, 5.0).result() is None  # held
-    assert a.renew_job("only", NOW + 4, 5.0).result() is True
-    assert b.claim_job("extract", NOW + 8, 5.0).result() is None  # renewed until NOW + 9
-    taken = b.claim_job("extract", NOW + 10, 5.0).result()  # a died: its lease lapsed
-    assert taken is not None and taken.attempts == 2
-    assert a.finish_job("only", NOW + 11, {"late": True}).result() is False
-    assert b.finish_job("only", NOW + 11, error="model unreachable").result() is True
+def test_a_dead_daemons_running_job_is_taken_over_once(pg: PostgresStore, spawn,
+                                                       postgres_url: str) -> None:
+    pg.create_job(_job(1), max_pending=10).result()
+    child = Child(spawn, postgres_url, "hold", None)
+    child.go()
+    held = child.proc.stdout.readline().strip()
+    assert held == "job-01"
+    assert pg.claim_job("extract", NOW + 5).result() is None  # its daemon lives: not claimable
+    assert pg.pending_jobs("extract", 10) == []  # nor resumable here
+    child.proc.send_signal(signal.SIGKILL)
+    child.proc.wait(timeout=DEADLINE_S)
+    deadline = time.monotonic() + DEADLINE_S
+    while (taken := pg.claim_job("extract", NOW + 6).result()) is None:
+        assert time.monotonic() < deadline, "the dead daemon's lease never lapsed"
+        time.sleep(0.05)
+    assert (taken.id, taken.state, taken.output) == ("job-01", "running",
+                                                     "the model's extraction, persisted")
+    assert pg.claim_job("extract", NOW + 7).result() is None  # taken once
+    assert [j.id for j in pg.pending_jobs("extract", 10)] == ["job-01"]  # ours to resume
+    done = pg.update_job("job-01", NOW + 8, state="committed", result={"ok": True}).result()
+    assert (done.state, done.output, done.payload) == ("committed", None, None)
+
+
+def test_the_pending_cap_and_job_updates(pg: PostgresStore) -> None:
+    for n in range(3):
+        pg.create_job(_job(n), max_pending=3).result()
+    with pytest.raises(InvalidInput, match="the cap is 3"):
+        pg.create_job(_job(9), max_pending=3).result()
+    job = pg.update_job("job-00", NOW + 1, output="partial").result()
+    assert (job.state, job.output, job.payload) == ("accepted", "partial", {"n": 0})
+    failed = pg.update_job("job-00", NOW + 2, state="failed", error="model unreachable").result()
+    assert (failed.state, failed.error, failed.output, failed.payload) == (
+        "failed", "model unreachable", None, None)
+    with pytest.raises(NotFound):
+        pg.update_job("no-such-job", NOW, state="failed").result()
+    assert [j.id for j in pg.pending_jobs("extract", 10)] == ["job-01", "job-02"]
 
 
 def test_the_ttl_sweep_runs_once_across_daemons(pg: PostgresStore, spawn,

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import psycopg
 from psycopg import errors as pgerrors
+from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from velesmem.errors import Internal, InvalidInput, VelesmemError
@@ -40,14 +41,22 @@ from velesmem.store.postgres.connection import (
     unreachable,
 )
 from velesmem.store.postgres.predicates import compile_predicate, matched
-from velesmem.store.postgres.schema import MIGRATION_LOCK, ensure_extension, migrate
+from velesmem.store.postgres.schema import (
+    JOURNAL_FULL,
+    MIGRATION_LOCK,
+    ensure_extension,
+    migrate,
+)
 from velesmem.store.postgres.text import TextIndex
 from velesmem.store.predicates import All
 from velesmem.store.protocol import (
     Counts,
     Edge,
     FactWrite,
+    GraphWrite,
     Identity,
+    Job,
+    JournalState,
     Problem,
     Space,
     StoredFact,
@@ -117,6 +126,7 @@ class PostgresStore:
         self._direct_lock = threading.RLock()
         self._pool: ConnectionPool[Any] | None = None
         self._writer: ThreadPoolExecutor | None = None
+        self._background: ThreadPoolExecutor | None = None  # autograph: one at a time
         self._closed = False
         self._state_lock = threading.Lock()
         self.text = TextIndex()
@@ -125,6 +135,7 @@ class PostgresStore:
         self._next_expiry: float | None = None
         self.warm_done = False
         self.worker = f"{APPLICATION}-{random.getrandbits(48):012x}"  # this process's claims
+        self.leases = jobs.Leases(url)
 
     # --- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -144,6 +155,7 @@ class PostgresStore:
                 raise unreachable(self.url, exc) from None
             self._pool = pool
             self._writer = ThreadPoolExecutor(WRITE_THREADS, thread_name_prefix="velesmem-pgwrite")
+            self._background = ThreadPoolExecutor(1, thread_name_prefix="velesmem-pgbackground")
 
     def warm(self, progress: WarmProgress, cancelled: Callable[[], bool] = lambda: False) -> None:
         """Nothing to load (PostgreSQL keeps the HNSW index); check the serving index exists."""
@@ -162,9 +174,11 @@ class PostgresStore:
             if self._closed:
                 return
             self._closed = True
-            writer, pool = self._writer, self._pool
-        if writer is not None:
-            writer.shutdown(wait=True)
+            writer, background, pool = self._writer, self._background, self._pool
+        for executor in (background, writer):
+            if executor is not None:
+                executor.shutdown(wait=True)
+        self.leases.close()
         if pool is not None:
             pool.close()
         with self._direct_lock:
@@ -190,6 +204,8 @@ class PostgresStore:
         except _RETRYABLE as exc:
             raise _Conflict(failed(self.location, exc).message) from None
         except psycopg.Error as exc:
+            if exc.sqlstate == JOURNAL_FULL:
+                raise InvalidInput(exc.diag.message_primary or str(exc)) from None
             if self._closed:
                 raise Internal("the store is closed") from None
             if _lost(exc):
@@ -217,10 +233,10 @@ class PostgresStore:
                 log.exception("applying a committed write's effect failed")
         return outcome.result
 
-    def _submit(self, job: writes.Job) -> Future[Any]:
+    def _submit(self, job: writes.Job, *, background: bool = False) -> Future[Any]:
         if self._closed:
             raise Internal("the store is closed")
-        writer = self._writer
+        writer = self._background if background else self._writer
         if writer is None:  # not started (maintenance, tests): run it here
             try:
                 return _done(self._run(job))
@@ -230,9 +246,6 @@ class PostgresStore:
             return writer.submit(self._run, job)
         except RuntimeError:  # shut down meanwhile
             raise Internal("the store is closed") from None
-
-    def journal_write(self, conn: psycopg.Connection[Any], key: int) -> None:
-        """Record that fact ``key`` (or its outgoing edges) changed, for a running migration."""
 
     def note_expiry(self, expires_at: float) -> None:
         if self._next_expiry is None or expires_at < self._next_expiry:
@@ -258,7 +271,19 @@ class PostgresStore:
         with self._conn() as conn:
             return spaces.read_provenance(conn)
 
+    def migrated_from(self) -> str | None:
+        with self._conn() as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'migrated_from'").fetchone()
+        return None if row is None else str(row[0])
+
     def serving_space(self) -> Space | None:
+        return self.serving
+
+    def settle(self, identity: Identity, now: float) -> Space:
+        if self.serving is not None and self.serving.identity == identity:
+            return self.serving
+        with self._conn() as conn:
+            self.serving = spaces.settle(conn, identity, self.location, now, MIGRATION_LOCK)
         return self.serving
 
     def _space(self) -> Space:
@@ -300,22 +325,186 @@ class PostgresStore:
     def delete_internal(self, key: int) -> Future[bool]:
         return self._submit(writes.delete_internal(self, key))
 
-    # --- durable jobs (claimed so one daemon runs each) --------------------------------------
-    def enqueue_job(self, job_id: str, kind: str, fingerprint: str, payload: Any,
-                    now: float) -> Future[bool]:
-        return self._submit(jobs.enqueue(job_id, kind, fingerprint, payload, now))
+    def write_graph(self, graph: GraphWrite, *, job: str | None = None,
+                    result: dict[str, Any] | None = None,
+                    background: bool = False) -> Future[list[int]]:
+        if graph.facts:
+            self._space()
+        return self._submit(writes.write_graph(self, graph, job, result), background=background)
 
-    def claim_job(self, kind: str, now: float, lease_s: float,
-                  worker: str | None = None) -> Future[jobs.ClaimedJob | None]:
-        return self._submit(jobs.claim(kind, worker or self.worker, now, lease_s))
+    # --- durable jobs (each run by one daemon: jobs.py) --------------------------------------
+    def create_job(self, job: Job, *, max_pending: int) -> Future[tuple[Job, bool]]:
+        return self._submit(jobs.create(self, job, max_pending))
 
-    def renew_job(self, job_id: str, now: float, lease_s: float,
-                  worker: str | None = None) -> Future[bool]:
-        return self._submit(jobs.renew(job_id, worker or self.worker, now, lease_s))
+    def update_job(self, job_id: str, now: float, *, state: str | None = None,
+                   output: str | None = None, result: dict[str, Any] | None = None,
+                   error: str | None = None) -> Future[Job]:
+        return self._submit(jobs.update(self, job_id, now, state=state, output=output,
+                                        result=result, error=error))
 
-    def finish_job(self, job_id: str, now: float, result: Any = None, error: str | None = None,
-                   worker: str | None = None) -> Future[bool]:
-        return self._submit(jobs.finish(job_id, worker or self.worker, now, result, error))
+    def get_job(self, job_id: str) -> Job | None:
+        with self._conn() as conn:
+            return jobs.get(conn, job_id)
+
+    def pending_jobs(self, kind: str, limit: int) -> list[Job]:
+        with self._conn() as conn:
+            return jobs.pending(self, conn, kind, limit)
+
+    def claim_job(self, kind: str, now: float) -> Future[Job | None]:
+        return self._submit(jobs.claim(self, kind, now))
+
+    # --- a second embedding space (online migration) -----------------------------------------
+    def create_space(self, identity: Identity, witness: tuple[float, ...],
+                     now: float) -> Future[Space]:
+        def job(conn: psycopg.Connection[Any]) -> writes.Outcome[Space]:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            existing = conn.execute("SELECT id FROM spaces WHERE state = 'building'").fetchone()
+            if existing is not None:
+                raise InvalidInput(f"embedding space {existing[0]} is already being built (a "
+                                   "generated destination exists): recover or cancel that "
+                                   "migration first")
+            sid = int(conn.execute(
+                "INSERT INTO spaces (model, dimension, witness, state, created_at) VALUES "
+                "(%s, %s, %s, 'building', %s) RETURNING id",
+                (identity.model, identity.dimension, Jsonb(list(witness)), now)).fetchone()[0])
+            conn.execute(f"DROP TABLE IF EXISTS {spaces.table(sid)}")
+            spaces.create_table(conn, sid, identity.dimension)
+            return writes.Outcome(Space(sid, identity, witness))
+
+        return self._submit(job)
+
+    def building_space(self) -> Space | None:
+        with self._conn() as conn:
+            row = conn.execute("SELECT id FROM spaces WHERE state = 'building'").fetchone()
+            return None if row is None else spaces.read_space(conn, int(row[0]))
+
+    def load_building_index(self) -> None:
+        """Nothing to load: the building space's HNSW index is PostgreSQL's."""
+
+    def space_destination(self, space: int) -> str:
+        return f"{self.location} (table {spaces.table(space)})"
+
+    def put_vectors(self, space: int, items: Sequence[tuple[int, np.ndarray]]) -> Future[int]:
+        def job(conn: psycopg.Connection[Any]) -> writes.Outcome[int]:
+            users = {int(r[0]) for r in conn.execute(
+                "SELECT id FROM facts WHERE id = ANY(%b) AND kind IS NULL ORDER BY id "
+                "FOR KEY SHARE", (Keys([k for k, _ in items]),))}
+            written = 0
+            for key, vector in items:
+                if key in users:
+                    spaces.put_vector(conn, space, key, vector)
+                    written += 1
+            return writes.Outcome(written)
+
+        return self._submit(job)
+
+    def delete_vectors(self, space: int, keys: Sequence[int]) -> Future[int]:
+        def job(conn: psycopg.Connection[Any]) -> writes.Outcome[int]:
+            return writes.Outcome(int(conn.execute(
+                f"DELETE FROM {spaces.table(space)} WHERE id = ANY(%b)",
+                (Keys(list(keys)),)).rowcount))
+
+        return self._submit(job)
+
+    def space_count(self, space: int) -> int:
+        with self._conn() as conn:
+            return spaces.vector_count(conn, space)
+
+    def facts_after(self, after: int | None, limit: int, now: float) -> list[tuple[int, str]]:
+        with self._conn() as conn:
+            rows = conn.execute(
+                f"SELECT id, content FROM facts WHERE kind IS NULL AND {LIVE} AND "
+                "(%s::bigint IS NULL OR id > %s) ORDER BY id LIMIT %s",
+                (now, after, after, limit)).fetchall()
+        return [(int(k), c) for k, c in rows]
+
+    def start_journal(self, epoch: str, max_bytes: int) -> Future[None]:
+        def job(conn: psycopg.Connection[Any]) -> writes.Outcome[None]:
+            used = conn.execute("SELECT coalesce(sum(bytes), 0) FROM migration_journal"
+                                ).fetchone()[0]
+            conn.execute("INSERT INTO meta VALUES ('journal_epoch', %s), ('journal_max_bytes', "
+                         "%s), ('journal_bytes', %s) ON CONFLICT (key) DO UPDATE SET value = "
+                         "excluded.value", (epoch, str(max_bytes), str(int(used))))
+            return writes.Outcome(None)
+
+        return self._submit(job)
+
+    def journal(self, limit: int) -> tuple[list[tuple[int, int]], JournalState]:
+        with self._conn() as conn:
+            rows = [(int(s), int(k)) for s, k in conn.execute(
+                "SELECT seq, key FROM migration_journal ORDER BY seq LIMIT %s", (limit,))]
+            entries, size, dirty = conn.execute(
+                "SELECT count(*), coalesce(sum(bytes), 0), count(DISTINCT key) FROM "
+                "migration_journal").fetchone()
+            epoch = conn.execute("SELECT value FROM meta WHERE key = 'journal_epoch'").fetchone()
+        return rows, JournalState(None if epoch is None else epoch[0], int(entries), int(size),
+                                  int(dirty))
+
+    def ack_journal(self, upto: int) -> Future[None]:
+        def job(conn: psycopg.Connection[Any]) -> writes.Outcome[None]:
+            conn.execute("DELETE FROM migration_journal WHERE seq <= %s", (upto,))
+            conn.execute("UPDATE meta SET value = (SELECT coalesce(sum(bytes), 0) FROM "
+                         "migration_journal)::text WHERE key = 'journal_bytes'")
+            return writes.Outcome(None)
+
+        return self._submit(job)
+
+    def stop_journal(self) -> Future[None]:
+        def job(conn: psycopg.Connection[Any]) -> writes.Outcome[None]:
+            conn.execute("DELETE FROM meta WHERE key IN ('journal_epoch', 'journal_max_bytes', "
+                         "'journal_bytes')")
+            conn.execute("DELETE FROM migration_journal")
+            return writes.Outcome(None)
+
+        return self._submit(job)
+
+    def activate_space(self, space: int, witness: tuple[float, ...]) -> Future[None]:
+        def job(conn: psycopg.Connection[Any]) -> writes.Outcome[None]:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            new = spaces.read_space(conn, space)
+            if new is None:
+                raise Internal(f"embedding space {space} does not exist")
+            # Inside the transaction, with the facts locked against writers, so that no write
+            # lands between the check and the flip.
+            conn.execute("LOCK TABLE facts IN SHARE MODE")
+            pending = conn.execute("SELECT count(*) FROM migration_journal").fetchone()[0]
+            if pending:
+                raise Internal(f"{pending} writes are not yet in the new space: not activated")
+            facts = conn.execute("SELECT count(*) FROM facts WHERE kind IS NULL").fetchone()[0]
+            vectors = spaces.vector_count(conn, space)
+            if facts != vectors:
+                raise Internal(f"the new space holds {vectors} vectors for {facts} facts: "
+                               "not activated")
+            old = self.serving
+            conn.execute("UPDATE spaces SET state = 'retired' WHERE state = 'serving'")
+            conn.execute("UPDATE spaces SET state = 'serving', witness = %s WHERE id = %s",
+                         (Jsonb(list(witness)), space))
+            pairs = [("serving_space", str(space)), ("provenance_model", new.identity.model),
+                     ("provenance_dimension", str(new.identity.dimension))]
+            if old is not None:
+                pairs.append(("migrated_from", old.identity.model))
+            for key, value in pairs:
+                conn.execute("INSERT INTO meta VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET "
+                             "value = excluded.value", (key, value))
+
+            def effect() -> None:
+                self.serving = Space(new.id, new.identity, witness)
+                log.info("embedding space %d (%s) now serves; space %s retired", new.id,
+                         new.identity.model, None if old is None else old.id)
+
+            return writes.Outcome(None, effect)
+
+        return self._submit(job)
+
+    def drop_space(self, space: int) -> Future[None]:
+        def job(conn: psycopg.Connection[Any]) -> writes.Outcome[None]:
+            if self.serving is not None and self.serving.id == space:
+                raise InvalidInput(f"embedding space {space} serves: it cannot be dropped")
+            conn.execute(f"DROP TABLE IF EXISTS {spaces.table(space)}")
+            conn.execute("DELETE FROM spaces WHERE id = %s", (space,))
+            return writes.Outcome(None)
+
+        return self._submit(job)
 
     # --- reads -------------------------------------------------------------------------------
     def facts(self, keys: Sequence[int], now: float, *,

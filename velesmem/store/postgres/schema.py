@@ -16,6 +16,7 @@ from typing import Any
 import psycopg
 
 from velesmem.errors import Internal
+from velesmem.store.protocol import JOURNAL_ENTRY_BYTES
 
 MIGRATION_LOCK = 0x76656C65_73000001  # pg advisory lock key: "veles" + 1
 Conn = psycopg.Connection[Any]
@@ -113,25 +114,84 @@ def _v3_metadata_index(conn: Conn) -> None:
 
 
 def _v4_jobs(conn: Conn) -> None:
-    # Durable background work, claimed by one daemon at a time (FOR UPDATE SKIP LOCKED) under a
-    # lease another daemon may take over once it lapses.
+    # Durable background work (extraction, migration). A running job is held by the daemon
+    # that claimed it through a session advisory lock (velesmem/store/postgres/jobs.py), which
+    # vanishes with that daemon, so another one may take the job over.
     _run(conn, """
         CREATE TABLE jobs (
             id          text PRIMARY KEY,
             kind        text NOT NULL,
-            state       text NOT NULL,           -- queued, running, done, failed
+            state       text NOT NULL,           -- accepted, running, committed, failed
             fingerprint text NOT NULL,
-            payload     jsonb,
-            output      jsonb,
+            payload     jsonb,                   -- dropped when the job ends
+            output      text,                    -- persisted before the job's memory writes
             result      jsonb,
             error       text,
-            claimed_by  text,
-            lease_until double precision,
+            claimed_by  text,                    -- the daemon that last claimed it
             attempts    integer NOT NULL DEFAULT 0,
             created_at  double precision NOT NULL,
             updated_at  double precision NOT NULL
         );
         CREATE INDEX jobs_state ON jobs (kind, state, created_at)
+    """)
+
+
+JOURNAL_FULL = "VJ001"  # the SQLSTATE the journal trigger raises when a write would overflow it
+_JOURNAL_FUNCTION = f"""
+    CREATE FUNCTION velesmem_journal() RETURNS trigger LANGUAGE plpgsql AS $fn$
+    DECLARE
+        ep text;
+        cap bigint;
+        used bigint;
+    BEGIN
+        SELECT value INTO ep FROM meta WHERE key = 'journal_epoch';
+        IF ep IS NULL THEN
+            RETURN NULL;
+        END IF;
+        SELECT value::bigint INTO cap FROM meta WHERE key = 'journal_max_bytes';
+        UPDATE meta SET value = (value::bigint + {JOURNAL_ENTRY_BYTES})::text WHERE key = 'journal_bytes'
+            RETURNING value::bigint INTO used;
+        IF used IS NULL THEN
+            used := {JOURNAL_ENTRY_BYTES};
+            INSERT INTO meta VALUES ('journal_bytes', used::text);
+        END IF;
+        IF used > cap THEN
+            RAISE EXCEPTION USING ERRCODE = '{JOURNAL_FULL}',
+                MESSAGE = format('the embedding migration''s journal is full (%s of %s bytes, '
+                                 'journal_max_bytes): this write was refused so that nothing '
+                                 'goes untracked. Retry in a moment (the migration replays the '
+                                 'journal as it goes), or cancel it with migration_cancel',
+                                 used - {JOURNAL_ENTRY_BYTES}, cap);
+        END IF;
+        INSERT INTO migration_journal (epoch, key, bytes)
+            VALUES (ep, CASE WHEN TG_OP = 'DELETE' THEN OLD.id ELSE NEW.id END, {JOURNAL_ENTRY_BYTES});
+        RETURN NULL;
+    END
+    $fn$"""
+
+
+def _v5_migration_journal(conn: Conn) -> None:
+    # What changed while an embedding migration copies the store into a second space: a row
+    # per user fact whose vector must be (re)made or dropped — inserted, its text changed, or
+    # deleted. Written by triggers, so every daemon on the database journals its writes in the
+    # writes' own transactions, bounded in bytes by the migration's journal_max_bytes.
+    _run(conn, """
+        CREATE TABLE migration_journal (
+            seq     bigserial PRIMARY KEY,
+            epoch   text NOT NULL,
+            key     bigint NOT NULL,
+            bytes   integer NOT NULL
+        )
+    """)
+    conn.execute(_JOURNAL_FUNCTION)
+    _run(conn, """
+        CREATE TRIGGER facts_journal_insert AFTER INSERT ON facts FOR EACH ROW
+            WHEN (NEW.kind IS NULL) EXECUTE FUNCTION velesmem_journal();
+        CREATE TRIGGER facts_journal_update AFTER UPDATE OF content ON facts FOR EACH ROW
+            WHEN (NEW.kind IS NULL AND OLD.content IS DISTINCT FROM NEW.content)
+            EXECUTE FUNCTION velesmem_journal();
+        CREATE TRIGGER facts_journal_delete AFTER DELETE ON facts FOR EACH ROW
+            WHEN (OLD.kind IS NULL) EXECUTE FUNCTION velesmem_journal()
     """)
 
 
@@ -141,7 +201,9 @@ MIGRATIONS: tuple[Migration, ...] = (
                  "for BM25",
               _v2_text_postings),
     Migration(3, "fact_meta: typed rows of top-level metadata", _v3_metadata_index),
-    Migration(4, "jobs: durable background work with claims and leases", _v4_jobs),
+    Migration(4, "jobs: durable background work, claimed by one daemon", _v4_jobs),
+    Migration(5, "migration_journal: writes made while an embedding migration runs (triggers)",
+              _v5_migration_journal),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

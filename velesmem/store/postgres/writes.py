@@ -23,12 +23,20 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import psycopg
 
 from velesmem import limits
-from velesmem.errors import InvalidInput, NotFound
+from velesmem.errors import Internal, InvalidInput, NotFound
 from velesmem.ids import edge_id, to_i64, to_u64
 from velesmem.store.postgres import spaces, text
 from velesmem.store.postgres.connection import Keys
 from velesmem.store.postgres.meta_index import index_fact
-from velesmem.store.protocol import ENTITY_HUB_KIND, FactWrite
+from velesmem.memory.validate import dumps
+from velesmem.store.protocol import (
+    ENTITY_HUB_KIND,
+    HUB_NAME_KEY,
+    HUB_SOURCE_KEY,
+    FactWrite,
+    GraphWrite,
+    HubWrite,
+)
 
 if TYPE_CHECKING:
     from velesmem.store.postgres.backend import PostgresStore
@@ -38,6 +46,7 @@ Conn = psycopg.Connection[Any]
 LIVE = "(expires_at IS NULL OR expires_at > %s)"
 # A JSON escape of U+0000 (not an escaped backslash followed by "u0000").
 _JSON_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+_MISSING = object()
 
 
 @dataclass
@@ -86,63 +95,136 @@ def _lock_fact(conn: Conn, key: int, metadata_json: str) -> tuple[str, str | Non
     return None if row is None else (row[0], row[1], bool(row[2]))
 
 
+def upsert_fact(store: PostgresStore, conn: Conn, w: FactWrite) -> Callable[[], None]:
+    """Insert or update one user fact with its postings, metadata rows and vector (inside the
+    caller's transaction); return the in-process effect to apply after the commit."""
+    space = store.serving
+    if space is None:
+        raise Internal("the store was opened without an embedder")
+    key = w.key
+    row = _lock_fact(conn, key, w.metadata_json)
+    if row is None:
+        inserted = conn.execute(
+            "INSERT INTO facts (id, content, metadata, kind, created_at, updated_at, "
+            "expires_at, confidence) VALUES (%s, %s, %s::jsonb, NULL, %s, %s, %s, %s) "
+            "ON CONFLICT (id) DO NOTHING RETURNING id",
+            (key, w.content, w.metadata_json, w.now, w.now, w.expires_at,
+             limits.DEFAULT_CONFIDENCE)).fetchone()
+        if inserted is None:  # another transaction inserted it first: update that row
+            row = _lock_fact(conn, key, w.metadata_json)
+            assert row is not None
+    if row is not None and row[1] is not None:
+        raise InvalidInput(f"id {to_u64(key)} belongs to internal scaffolding")
+    if row is None:
+        conn.execute(text.INDEX_SQL, {"content": w.content, "id": key})
+        index_fact(conn, key, fresh=True)
+        spaces.put_vector(conn, space.id, key, w.vector)
+    else:
+        content, _, same_metadata = row
+        conn.execute("UPDATE facts SET content = %s, metadata = %s::jsonb, "
+                     "seq = nextval('fact_seq'), updated_at = %s, expires_at = %s "
+                     "WHERE id = %s",
+                     (w.content, w.metadata_json, w.now, w.expires_at, key))
+        if content != w.content:  # same id, other text: a hash collision; keep it coherent
+            conn.execute(text.UNCOUNT_SQL, (Keys([key]),))
+            conn.execute(text.UNINDEX_SQL, (key,))
+            conn.execute(text.INDEX_SQL, {"content": w.content, "id": key})
+            spaces.put_vector(conn, space.id, key, w.vector)
+        if not same_metadata:
+            index_fact(conn, key)
+    if not store.provenance_recorded:
+        record_provenance(conn, space.identity.model, space.identity.dimension)
+
+    def effect() -> None:
+        store.provenance_recorded = True
+        if w.expires_at is not None:
+            store.note_expiry(w.expires_at)
+
+    return effect
+
+
 def remember(store: PostgresStore, w: FactWrite) -> Job:
-    """Upsert one user fact with its postings, metadata rows, vector and links."""
+    """Upsert one user fact (``upsert_fact``) and its links, whose targets must be live."""
     refuse_nul("fact", w.content)
     refuse_nul("metadata", w.metadata_json, json_text=True)
-    space = store.serving
-    assert space is not None
 
     def job(conn: Conn) -> Outcome[int]:
-        key = w.key
         if w.links:
             targets = [t for t, _ in w.links]
             alive = live_ends(conn, targets, w.now)
             for n, target in enumerate(targets):
                 if target not in alive:
                     raise NotFound(f"links[{n}].target {to_u64(target)} is not a stored memory")
-        row = _lock_fact(conn, key, w.metadata_json)
-        if row is None:
-            inserted = conn.execute(
-                "INSERT INTO facts (id, content, metadata, kind, created_at, updated_at, "
-                "expires_at, confidence) VALUES (%s, %s, %s::jsonb, NULL, %s, %s, %s, %s) "
-                "ON CONFLICT (id) DO NOTHING RETURNING id",
-                (key, w.content, w.metadata_json, w.now, w.now, w.expires_at,
-                 limits.DEFAULT_CONFIDENCE)).fetchone()
-            if inserted is None:  # another transaction inserted it first: update that row
-                row = _lock_fact(conn, key, w.metadata_json)
-                assert row is not None
-        if row is not None and row[1] is not None:
-            raise InvalidInput(f"id {to_u64(key)} belongs to internal scaffolding")
-        if row is None:
-            conn.execute(text.INDEX_SQL, {"content": w.content, "id": key})
-            index_fact(conn, key, fresh=True)
-            spaces.put_vector(conn, space.id, key, w.vector)
-        else:
-            content, _, same_metadata = row
-            conn.execute("UPDATE facts SET content = %s, metadata = %s::jsonb, "
-                         "seq = nextval('fact_seq'), updated_at = %s, expires_at = %s "
-                         "WHERE id = %s",
-                         (w.content, w.metadata_json, w.now, w.expires_at, key))
-            if content != w.content:  # same id, other text: a hash collision; keep it coherent
-                conn.execute(text.UNCOUNT_SQL, (Keys([key]),))
-                conn.execute(text.UNINDEX_SQL, (key,))
-                conn.execute(text.INDEX_SQL, {"content": w.content, "id": key})
-                spaces.put_vector(conn, space.id, key, w.vector)
-            if not same_metadata:
-                index_fact(conn, key)
-        if not store.provenance_recorded:
-            record_provenance(conn, space.identity.model, space.identity.dimension)
+        effect = upsert_fact(store, conn, w)
         for target, relation in w.links:
-            insert_edge(conn, key, target, relation, w.now)
-        store.journal_write(conn, key)
+            insert_edge(conn, w.key, target, relation, w.now)
+        return Outcome(w.key, effect)
+
+    return job
+
+
+def upsert_hub(conn: Conn, hub: HubWrite, now: float) -> bool:
+    """Create the hub, or merge its attributes into the stored one; False when its key belongs
+    to another kind of fact (a hash collision: the hub is left out)."""
+    for _ in range(2):
+        row = conn.execute("SELECT kind, metadata FROM facts WHERE id = %s FOR NO KEY UPDATE",
+                           (hub.key,)).fetchone()
+        if row is not None and row[0] != ENTITY_HUB_KIND:
+            return False
+        meta = dict(row[1]) if row is not None else {HUB_NAME_KEY: hub.name,
+                                                     HUB_SOURCE_KEY: hub.source}
+        changed = row is None
+        for name, value in hub.attributes:
+            if meta.get(name, _MISSING) != value:
+                meta[name] = value
+                changed = True
+        if not changed:
+            return True
+        encoded = dumps(meta)
+        refuse_nul("hub metadata", encoded, json_text=True)
+        if row is not None:
+            conn.execute("UPDATE facts SET metadata = %s::jsonb, seq = nextval('fact_seq'), "
+                         "updated_at = %s WHERE id = %s", (encoded, now, hub.key))
+            index_fact(conn, hub.key)
+            return True
+        inserted = conn.execute(
+            "INSERT INTO facts (id, content, metadata, kind, created_at, updated_at) VALUES "
+            "(%s, %s, %s::jsonb, %s, %s, %s) ON CONFLICT (id) DO NOTHING RETURNING id",
+            (hub.key, f"Entity: {hub.name}", encoded, ENTITY_HUB_KIND, now, now)).fetchone()
+        if inserted is not None:
+            index_fact(conn, hub.key, fresh=True)
+            return True
+        # created by another transaction meanwhile: merge into that one
+    return False
+
+
+def write_graph(store: PostgresStore, graph: GraphWrite, job_id: str | None,
+                result: dict[str, Any] | None) -> Job:
+    """Facts, hubs and edges in one transaction; with ``job_id`` that job commits with them."""
+    for w in graph.facts:
+        refuse_nul("fact", w.content)
+        refuse_nul("metadata", w.metadata_json, json_text=True)
+
+    def job(conn: Conn) -> Outcome[list[int]]:
+        from velesmem.store.postgres import jobs
+
+        effects = [upsert_fact(store, conn, w) for w in graph.facts]
+        refused = {h.key for h in graph.hubs if not upsert_hub(conn, h, graph.now)}
+        ends = sorted({k for e in graph.edges for k in e[:2]} - refused)
+        live = live_ends(conn, ends, graph.now) if ends else set()
+        for src, dst, relation in graph.edges:
+            if src in live and dst in live:
+                insert_edge(conn, src, dst, relation, graph.now)
+        if job_id is not None:
+            jobs.set_job(conn, job_id, graph.now, state="committed", result=result)
 
         def effect() -> None:
-            store.provenance_recorded = True
-            if w.expires_at is not None:
-                store.note_expiry(w.expires_at)
+            for e in effects:
+                e()
+            if job_id is not None:
+                store.leases.release(job_id)
 
-        return Outcome(key, effect)
+        return Outcome([w.key for w in graph.facts], effect)
 
     return job
 
@@ -154,7 +236,6 @@ def relate(store: PostgresStore, src: int, dst: int, relation: str, now: float) 
             if end not in alive:
                 raise NotFound(f"{name} {to_u64(end)} is not a stored memory")
         key = insert_edge(conn, src, dst, relation, now)
-        store.journal_write(conn, src)
         return Outcome(key)
 
     return job
@@ -164,8 +245,6 @@ def unrelate(store: PostgresStore, src: int, dst: int, relation: str) -> Job:
     def job(conn: Conn) -> Outcome[int]:
         removed = conn.execute("DELETE FROM edges WHERE src = %s AND dst = %s AND relation = %s",
                                (src, dst, relation)).rowcount
-        if removed:
-            store.journal_write(conn, src)
         return Outcome(int(removed))
 
     return job
@@ -186,8 +265,6 @@ def delete_facts(store: PostgresStore, conn: Conn, keys: list[int]) -> list[int]
         (Keys(locked), Keys(locked), Keys(locked), ENTITY_HUB_KIND))}
     conn.execute(text.UNCOUNT_SQL, (Keys(locked),))
     conn.execute("DELETE FROM facts WHERE id = ANY(%b)", (Keys(locked),))
-    for key in locked:
-        store.journal_write(conn, key)
     orphans = [int(r[0]) for r in conn.execute(
         "SELECT h.id FROM facts h WHERE h.id = ANY(%b) AND NOT EXISTS (SELECT 1 FROM edges e "
         "JOIN facts f ON f.id = CASE WHEN e.src = h.id THEN e.dst ELSE e.src END "
@@ -195,8 +272,6 @@ def delete_facts(store: PostgresStore, conn: Conn, keys: list[int]) -> list[int]
         (Keys(sorted(hubs - set(locked))),))] if hubs - set(locked) else []
     if orphans:
         conn.execute("DELETE FROM facts WHERE id = ANY(%b)", (Keys(orphans),))
-        for hub in orphans:
-            store.journal_write(conn, hub)
     return locked
 
 
@@ -238,7 +313,6 @@ def feedback(store: PostgresStore, key: int, success: bool, now: float) -> Job:
             (step, int(success), int(not success), key, now)).fetchone()
         if row is None:
             raise NotFound(f"id {to_u64(key)} is not a stored memory")
-        store.journal_write(conn, key)
         return Outcome(float(row[0]))
 
     return job
@@ -256,7 +330,6 @@ def restore(store: PostgresStore, key: int, confidence: float, successes: int, f
                           key)).rowcount
         if not n:
             return Outcome(False)
-        store.journal_write(conn, key)
 
         def effect() -> None:
             if expires_at is not None:
@@ -286,7 +359,6 @@ def put_internal(store: PostgresStore, key: int, content: str, metadata_json: st
             raise InvalidInput(f"id {to_u64(key)} belongs to a user fact, not internal "
                                "scaffolding")
         index_fact(conn, key, fresh=bool(row[0]))
-        store.journal_write(conn, key)
 
         def effect() -> None:
             if expires_at is not None:

@@ -505,9 +505,10 @@ class SqliteStore:
         return spaces.vector_count(self.reader(), space)
 
     def facts_after(self, after: int | None, limit: int, now: float) -> list[tuple[int, str]]:
-        bound = _I64_MIN - 1 if after is None else after
+        # From the start: id >= the smallest int64 (one below it does not fit SQLite's INTEGER).
+        where, bound = ("id >= ?", _I64_MIN) if after is None else ("id > ?", after)
         return [(int(k), c) for k, c in self.reader().execute(
-            f"SELECT id, content FROM facts WHERE kind IS NULL AND {LIVE} AND id > ? "
+            f"SELECT id, content FROM facts WHERE kind IS NULL AND {LIVE} AND {where} "
             "ORDER BY id LIMIT ?", (now, bound, limit))]
 
     def start_journal(self, epoch: str, max_bytes: int) -> Future[None]:

@@ -146,3 +146,19 @@ def test_dimension_is_the_columns(pg: PostgresStore) -> None:
                            "attrelid = %s::regclass AND attname = 'embedding'",
                            (spaces.table(pg.serving.id),)).fetchone()[0]
     assert typ == f"vector({DIM})"
+
+
+def test_verify_and_export_commands_name_the_database_without_its_password(
+        postgres_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        tmp_path) -> None:
+    from velesmem.cli import main
+
+    url = postgres_url.replace("postgres:@", "postgres:hunter2@")  # trust auth ignores it
+    monkeypatch.setenv("VELESDB_MEMORY_BACKEND", "postgres")
+    monkeypatch.setenv("VELESDB_MEMORY_DATABASE_URL", url)
+    assert main(["verify"]) == 0
+    out = capsys.readouterr().out
+    assert "every check passed" in out and "hunter2" not in out and "postgres@" in out
+    assert main(["export", "--output", str(tmp_path / "m.jsonl")]) == 0
+    err = capsys.readouterr().err
+    assert "exported 0 facts" in err and "hunter2" not in err

@@ -44,6 +44,7 @@ from velesmem.store.postgres.predicates import compile_predicate, matched
 from velesmem.store.postgres.schema import (
     JOURNAL_FULL,
     MIGRATION_LOCK,
+    SPACE_RETIRED,
     ensure_extension,
     migrate,
 )
@@ -206,6 +207,8 @@ class PostgresStore:
         except psycopg.Error as exc:
             if exc.sqlstate == JOURNAL_FULL:
                 raise InvalidInput(exc.diag.message_primary or str(exc)) from None
+            if exc.sqlstate == SPACE_RETIRED:
+                raise Internal(exc.diag.message_primary or str(exc)) from None
             if self._closed:
                 raise Internal("the store is closed") from None
             if _lost(exc):

@@ -170,6 +170,22 @@ _JOURNAL_FUNCTION = f"""
     $fn$"""
 
 
+SPACE_RETIRED = "VS001"  # the SQLSTATE a write into a retired embedding space gets
+_SPACE_GUARD_FUNCTION = f"""
+    CREATE FUNCTION velesmem_space_guard() RETURNS trigger LANGUAGE plpgsql AS $fn$
+    BEGIN
+        IF (SELECT state FROM spaces WHERE id = TG_ARGV[0]::integer) = 'retired' THEN
+            RAISE EXCEPTION USING ERRCODE = '{SPACE_RETIRED}',
+                MESSAGE = format('this daemon still embeds into space %s, which a migration '
+                                 'retired (another daemon moved the store to a new embedder): '
+                                 'restart this daemon so it serves with the new one',
+                                 TG_ARGV[0]);
+        END IF;
+        RETURN NEW;
+    END
+    $fn$"""
+
+
 def _v5_migration_journal(conn: Conn) -> None:
     # What changed while an embedding migration copies the store into a second space: a row
     # per user fact whose vector must be (re)made or dropped — inserted, its text changed, or
@@ -184,6 +200,9 @@ def _v5_migration_journal(conn: Conn) -> None:
         )
     """)
     conn.execute(_JOURNAL_FUNCTION)
+    # A daemon that missed a migration another daemon committed must not keep writing vectors
+    # into the retired space: each space's table refuses them (spaces.create_table).
+    conn.execute(_SPACE_GUARD_FUNCTION)
     _run(conn, """
         CREATE TRIGGER facts_journal_insert AFTER INSERT ON facts FOR EACH ROW
             WHEN (NEW.kind IS NULL) EXECUTE FUNCTION velesmem_journal();

@@ -73,6 +73,8 @@ def create_table(conn: Conn, space_id: int, dimension: int) -> None:
     name = table(space_id)
     conn.execute(f"CREATE TABLE {name} (id bigint PRIMARY KEY REFERENCES facts (id) "
                  f"ON DELETE CASCADE, embedding vector({int(dimension)}) NOT NULL)")
+    conn.execute(f"CREATE TRIGGER {name}_guard BEFORE INSERT OR UPDATE ON {name} FOR EACH ROW "
+                 f"EXECUTE FUNCTION velesmem_space_guard('{int(space_id)}')")
     create_index(conn, space_id, dimension)
 
 

@@ -157,6 +157,8 @@ class PostgresStore:
             self._pool = pool
             self._writer = ThreadPoolExecutor(WRITE_THREADS, thread_name_prefix="velesmem-pgwrite")
             self._background = ThreadPoolExecutor(1, thread_name_prefix="velesmem-pgbackground")
+        with self._direct_lock:  # from now on every call takes a pooled connection
+            self._direct.close()
 
     def warm(self, progress: WarmProgress, cancelled: Callable[[], bool] = lambda: False) -> None:
         """Nothing to load (PostgreSQL keeps the HNSW index); check the serving index exists."""

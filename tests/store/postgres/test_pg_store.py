@@ -175,3 +175,14 @@ def test_a_daemon_that_missed_a_migration_is_told_to_restart(open_pg) -> None:
         stale.remember(write("written by the stale daemon")).result()
     assert stale.facts([key("written by the stale daemon")], NOW) == {}  # nothing half-written
     assert migrating.facts([key("before the move")], NOW)
+
+
+def test_close_commits_the_writes_already_queued(open_pg) -> None:
+    store = open_pg()
+    futures = [store.remember(write(f"queued before close {n}")) for n in range(40)]
+    store.close()
+    assert [f.result() for f in futures] == [key(f"queued before close {n}") for n in range(40)]
+    with pytest.raises(Internal, match="closed"):
+        store.remember(write("after close"))
+    again = open_pg()
+    assert again.counts(NOW).facts == 40

@@ -128,6 +128,7 @@ class PostgresStore:
         self._pool: ConnectionPool[Any] | None = None
         self._writer: ThreadPoolExecutor | None = None
         self._background: ThreadPoolExecutor | None = None  # autograph: one at a time
+        self._closing = False  # no new writes; those queued still run
         self._closed = False
         self._state_lock = threading.Lock()
         self.text = TextIndex()
@@ -142,7 +143,7 @@ class PostgresStore:
     def start(self) -> None:
         """Open the connection pool and the write threads (idempotent)."""
         with self._state_lock:
-            if self._closed or self._pool is not None:
+            if self._closing or self._pool is not None:
                 return
             pool: ConnectionPool[Any] = ConnectionPool(
                 self.url, min_size=POOL_MIN, max_size=POOL_MAX, open=False, name=APPLICATION,
@@ -174,13 +175,14 @@ class PostgresStore:
     def close(self) -> None:
         """Finish pending writes, close the pools and the opening connection (idempotent)."""
         with self._state_lock:
-            if self._closed:
+            if self._closing:
                 return
-            self._closed = True
+            self._closing = True
             writer, background, pool = self._writer, self._background, self._pool
         for executor in (background, writer):
             if executor is not None:
-                executor.shutdown(wait=True)
+                executor.shutdown(wait=True)  # the writes already queued commit first
+        self._closed = True
         self.leases.close()
         if pool is not None:
             pool.close()
@@ -239,7 +241,7 @@ class PostgresStore:
         return outcome.result
 
     def _submit(self, job: writes.Job, *, background: bool = False) -> Future[Any]:
-        if self._closed:
+        if self._closing:
             raise Internal("the store is closed")
         writer = self._background if background else self._writer
         if writer is None:  # not started (maintenance, tests): run it here

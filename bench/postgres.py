@@ -9,7 +9,8 @@ Parts (``--parts``, default all):
   numpy scan (ties at the 10th similarity all count); filtered recall at 1/10/50 % selectivity
   (exact filters and range predicates) with the vector side's recall@10 among matching facts.
   Targets: hybrid recall p50 ≤ 10 ms at 100k, recall@10 ≥ 0.95.
-- ``daemons``: two ``velesdb-memory --http`` daemons on one database, N HTTPS MCP clients split
+- ``daemons``: two ``velesdb-memory --http`` daemons (hash embedder, default autograph) on one
+  database, N HTTPS MCP clients split
   across them. Each client remembers a new fact through its daemon and, as soon as it is
   acknowledged, recalls it through the other daemon; a fact not found there counts as lost.
   Then a remember-only phase (throughput), then the same load with one daemon SIGKILLed half-way:
@@ -250,6 +251,7 @@ class Daemon:
         port = _free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith("VELESDB_MEMORY_")}
         env |= {"VELESDB_MEMORY_BACKEND": "postgres", "VELESDB_MEMORY_DATABASE_URL": url,
+                "VELESDB_MEMORY_EMBEDDER": "hash",  # the storage is measured, not a model
                 "VELESDB_MEMORY_PATH": str(home / "store"),
                 "VELESDB_MEMORY_TLS_DIR": str(home / "tls"),
                 "VELESDB_MEMORY_HTTP_BIND": f"127.0.0.1:{port}", "HOME": str(home)}

@@ -561,6 +561,22 @@ def print_locomo(rows: list[dict]) -> None:
                   f"{r['hit@10']:.3f}"] for r in rows])
 
 
+def merged(payload: dict[str, Any]) -> dict[str, Any]:
+    """This run's parts (each with its command, machine and server) over the parts an earlier
+    run left in bench/results/postgres.json, so the parts can be measured one at a time."""
+    from _common import RESULTS_DIR
+
+    path = RESULTS_DIR / "postgres.json"
+    try:
+        earlier = json.loads(path.read_text(encoding="utf-8")).get("parts", {})
+    except (OSError, ValueError):
+        earlier = {}
+    stamp = {"command": command(), "machine": machine(), "server": payload.get("server", {})}
+    parts = {**earlier, **{k: {**stamp, "figures": v} for k, v in payload.items()
+                           if k != "server"}}
+    return {"parts": parts}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parts", nargs="+", default=["scale", "daemons", "locomo"],
@@ -594,7 +610,7 @@ def main() -> int:
             server.close()
     print(f"\ncommand: {command()}\nmachine: {machine()}")
     print(f"server: {json.dumps(payload.get('server', {}))}")
-    print(f"wrote {write_results('postgres', payload)}")
+    print(f"wrote {write_results('postgres', merged(payload))}")
     return 0
 
 

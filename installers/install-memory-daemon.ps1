@@ -28,6 +28,11 @@
     VELESMEM_INSTALL_EXTRAS  extras installed with it (default embed; empty: hash embedder only)
     VELESMEM_INSTALL_PYTHON  an interpreter that already has velesmem: skip the venv and pip
     VELESMEM_INSTALL_MANAGER force the service manager (default: auto = Scheduled Task)
+    VELESMEM_INSTALL_TOKEN   the bearer token, as -Token (which wins)
+
+  -Token <TOKEN> is the bearer token every client sends, for a daemon that requires one
+  (velesdb-memory token create; docs/auth.md); VELESMEM_INSTALL_TOKEN keeps it out of the
+  process list.
 
 .EXAMPLE
   pwsh -File installers\install-memory-daemon.ps1 -Yes
@@ -45,6 +50,7 @@ param(
     [string]$ExtractorModel = "",
     [int]$Ttl = 0,
     [string[]]$SkipClient = @(),
+    [string]$Token = "",
     [switch]$FromRelease,
     [string]$FromReleaseTag = "",
     [string]$Sha256 = "",
@@ -318,6 +324,12 @@ if ($WireOnly) {
         $null = Vm trust-ca @DaemonArgs --summary $Summary
     }
 }
-$null = Vm wire @WireArgs --summary $Summary
+if (-not $Token) { $Token = "$env:VELESMEM_INSTALL_TOKEN" }
+if ($Token) {
+    # Through stdin: never in a process's arguments.
+    $Token | & $Py -P -m velesmem wire --token - @WireArgs --summary $Summary | Out-Host
+} else {
+    $null = Vm wire @WireArgs --summary $Summary
+}
 $null = Vm skills install @SkillArgs --summary $Summary
 Finish

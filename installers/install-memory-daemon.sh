@@ -41,6 +41,7 @@ WIRE_ONLY=0
 FORCE_RESTART=0
 UNINSTALL=0
 SKIP_CLIENTS=()
+TOKEN=${VELESMEM_INSTALL_TOKEN:-}
 
 usage() {
   cat <<EOF
@@ -66,6 +67,9 @@ options:
   --skip-client=NAME       leave a client alone (repeatable, or comma-separated):
                            $CLIENT_NAMES
   --skip-ca-trust          do not add the CA to the user's trust store
+  --token=TOKEN            bearer token every client sends, for a daemon that requires one
+                           (velesdb-memory token create; docs/auth.md); VELESMEM_INSTALL_TOKEN
+                           keeps it out of the process list
   --wire-only              only (re)wire the clients to a daemon that already runs
   --force-restart          restart the daemon even if its settings did not change
   --uninstall              remove the service and our client entries (never the store,
@@ -82,6 +86,7 @@ environment:
                            (the tests use this; so can a developer with an editable install)
   VELESMEM_INSTALL_MANAGER force the service manager: launchd, systemd, background (default: auto)
   VELESMEM_INSTALL_BIN_DIR where the velesdb-memory command is linked (default ~/.local/bin)
+  VELESMEM_INSTALL_TOKEN   the bearer token, as --token (which wins)
 EOF
 }
 
@@ -96,7 +101,7 @@ while [ $# -gt 0 ]; do
     *) name=$arg; val=""; inline=0 ;;
   esac
   case "$name" in
-    --port|--store|--tls-dir|--embedder|--ollama-url|--ollama-model|--extractor-model|--ttl|--skip-client|--sha256)
+    --port|--store|--tls-dir|--embedder|--ollama-url|--ollama-model|--extractor-model|--ttl|--skip-client|--sha256|--token)
       if [ "$inline" = 0 ]; then
         [ $# -ge 1 ] || die "$name needs a value"
         val=$1
@@ -124,6 +129,7 @@ while [ $# -gt 0 ]; do
     --skip-checksum) SKIP_CHECKSUM=1 ;;
     --reinstall) REINSTALL=1 ;;
     --skip-client) SKIP_CLIENTS+=("$val") ;;
+    --token) TOKEN=$val ;;
     --skip-ca-trust) SKIP_CA_TRUST=1 ;;
     --wire-only) WIRE_ONLY=1 ;;
     --force-restart) FORCE_RESTART=1 ;;
@@ -404,6 +410,10 @@ else
     vm trust-ca ${DAEMON_ARGS[@]+"${DAEMON_ARGS[@]}"} --summary "$SUMMARY" || true
   fi
 fi
-vm wire ${WIRE_ARGS[@]+"${WIRE_ARGS[@]}"} --summary "$SUMMARY" || true
+if [ -n "$TOKEN" ]; then  # through stdin: never in a process's arguments
+  printf '%s\n' "$TOKEN" | vm wire --token - ${WIRE_ARGS[@]+"${WIRE_ARGS[@]}"} --summary "$SUMMARY" || true
+else
+  vm wire ${WIRE_ARGS[@]+"${WIRE_ARGS[@]}"} --summary "$SUMMARY" || true
+fi
 vm skills install "${SKILL_ARGS[@]}" --summary "$SUMMARY" || true
 finish

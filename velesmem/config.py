@@ -25,6 +25,7 @@ EXTRACTORS = ("outline", "ollama", "openai")  # velesmem.extract.BACKENDS, in st
 REMOTE_EXTRACTORS = ("ollama", "openai")
 AUTOGRAPH_MODES = ("off", "identifiers", "extractor")
 EMBEDDERS = ("hash", "local", "ollama", "openai")
+HTTP_AUTH_MODES = ("auto", "token", "proxy")  # velesmem.daemon.auth, docs/auth.md
 
 
 def _home() -> Path:
@@ -114,6 +115,13 @@ def _parse_embedder(name: str, raw: str) -> str:
     return embedder
 
 
+def _parse_http_auth(name: str, raw: str) -> str:
+    mode = raw.strip().lower() or "auto"
+    if mode not in HTTP_AUTH_MODES:
+        raise Internal(f"{name}={raw!r}: expected one of {', '.join(HTTP_AUTH_MODES)}")
+    return mode
+
+
 def _parse_roots(name: str, raw: str) -> tuple[str, ...]:
     return tuple(part for part in raw.split(os.pathsep) if part.strip())
 
@@ -158,13 +166,27 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("http_insecure", "HTTP_INSECURE", _parse_bool, lambda: False,
             "Serve plain HTTP instead of HTTPS (loud warning). For debugging only."),
     Setting("http_allow_remote", "HTTP_ALLOW_REMOTE", _parse_bool, lambda: False,
-            "Allow a non-loopback bind. Only behind an authenticating proxy."),
+            "Allow a non-loopback bind: needs a bearer token (velesdb-memory token create) or "
+            "HTTP_AUTH=proxy."),
+    Setting("http_auth", "HTTP_AUTH", _parse_http_auth, lambda: "auto",
+            "Who may call /mcp: auto (loopback needs no token, any other bind does; a token sent "
+            "is always checked), token (every request needs one) or proxy (an authenticating "
+            "reverse proxy in front checks callers)."),
+    Setting("auth_token", "AUTH_TOKEN", _parse_str, lambda: "",
+            "Bearer token velesmem's own clients (stdio attach, session hooks) send to a daemon "
+            "that requires one. Never logged."),
     Setting("http_max_body_bytes", "HTTP_MAX_BODY_BYTES", _parse_positive_int,
             lambda: limits.DEFAULT_HTTP_MAX_BODY_BYTES,
             "Largest /mcp request body in bytes; larger is refused with 413."),
     Setting("http_max_sessions", "HTTP_MAX_SESSIONS", _parse_positive_int,
             lambda: limits.DEFAULT_HTTP_MAX_SESSIONS,
-            "Most concurrent MCP sessions. Default 64; idle sessions expire."),
+            "Most concurrent MCP sessions. Default 64; at the cap the least recently active idle one is closed."),
+    Setting("http_max_connections", "HTTP_MAX_CONNECTIONS", _parse_positive_int,
+            lambda: limits.DEFAULT_HTTP_MAX_CONNECTIONS,
+            "Most open HTTP connections (also kept under the descriptor limit). Default 512."),
+    Setting("http_max_body_bytes_in_flight", "HTTP_MAX_BODY_BYTES_IN_FLIGHT", _parse_positive_int,
+            lambda: limits.DEFAULT_HTTP_MAX_BODY_BYTES_IN_FLIGHT,
+            "Request body bytes held at once across connections; larger bodies wait, then get 503."),
     Setting("tls_dir", "TLS_DIR", _parse_path, lambda: _home() / ".velesdb-memory-tls",
             "Directory of the local CA and leaf certificate. Default ~/.velesdb-memory-tls."),
     Setting("ingest_roots", "INGEST_ROOTS", _parse_roots, lambda: (),
@@ -212,8 +234,12 @@ class Settings:
     http_bind: str = f"{limits.DEFAULT_HTTP_HOST}:{limits.DEFAULT_HTTP_PORT}"
     http_insecure: bool = False
     http_allow_remote: bool = False
+    http_auth: str = "auto"
+    auth_token: str = field(default="", repr=False)  # a secret: kept out of repr and logs
     http_max_body_bytes: int = limits.DEFAULT_HTTP_MAX_BODY_BYTES
     http_max_sessions: int = limits.DEFAULT_HTTP_MAX_SESSIONS
+    http_max_connections: int = limits.DEFAULT_HTTP_MAX_CONNECTIONS
+    http_max_body_bytes_in_flight: int = limits.DEFAULT_HTTP_MAX_BODY_BYTES_IN_FLIGHT
     tls_dir: Path = field(default_factory=lambda: _home() / ".velesdb-memory-tls")
     ingest_roots: tuple[str, ...] = ()
     ollama_url: str = "http://localhost:11434"

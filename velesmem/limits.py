@@ -62,9 +62,40 @@ DEFAULT_HTTP_MAX_SESSIONS = 64
 # cap, plus their text and the JSON-RPC envelope. Anything larger cannot be a valid call and is
 # refused with 413 before it is buffered.
 DEFAULT_HTTP_MAX_BODY_BYTES = MAX_REQUEST_MEDIA_B64_BYTES + 16 * MIB
-HTTP_SESSION_IDLE_SECONDS = 30 * 60
+# A session with no request in flight (a live client keeps its GET stream open) expires after this:
+# clients that exit without DELETE (the Inspector CLI, mcp-remote) leak theirs.
+HTTP_SESSION_IDLE_SECONDS = 5 * 60
 LEAF_CERT_DAYS = 30
 CA_CERT_YEARS = 10
+LEAF_RENEW_FRACTION = 1 / 3  # the leaf is renewed once less than this share of its lifetime remains
+LEAF_RENEW_CHECK_MAX_SECONDS = 3600  # how often, at most, the running daemon looks at its leaf
+DEFAULT_HTTP_MAX_CONNECTIONS = 512  # open HTTP connections; at the cap the longest-waiting idle one is closed
+HTTP_FD_RESERVE = 64  # descriptors kept back from connections for the store, logs and TLS files
+HTTP_FD_TARGET = 4096  # the daemon raises its soft descriptor limit to this when the hard limit allows
+HTTP_REQUEST_TIMEOUT_SECONDS = 10  # TLS handshake, a whole request head, any pause in a request body
+HTTP_KEEP_ALIVE_SECONDS = 5  # an idle keep-alive connection is closed after this
+HTTP_TLS_SHUTDOWN_SECONDS = 2  # wait for the client's TLS close_notify before dropping a connection
+# After an early answer (413) the rest of the body is read and discarded, at most this much and this
+# long, so the client can finish sending and read the answer instead of a reset connection.
+HTTP_REFUSED_BODY_DRAIN_BYTES = 256 * MIB
+HTTP_REFUSED_BODY_DRAIN_SECONDS = 10
+# Request bodies held at once across all connections (a body is parsed while the call runs, so
+# each costs a few times its size); one more waits in line, then gets 503. By default one
+# largest-legal body at a time: large calls are rare, small ones never wait.
+DEFAULT_HTTP_MAX_BODY_BYTES_IN_FLIGHT = DEFAULT_HTTP_MAX_BODY_BYTES
+HTTP_BODY_BUDGET_EXEMPT_BYTES = 1 * MIB  # bodies this small never wait for the budget
+HTTP_BODY_QUEUE_SECONDS = 30  # longest wait in line for the body budget
+HTTP_DRAIN_SECONDS = 30  # on SIGTERM/SIGINT, longest wait for in-flight calls to finish
+# ... and for connections that just opened (or just got an answer) to send the request they were
+# about to: it gets the worded 503 instead of a closed connection. Idle longer than this: done.
+HTTP_DRAIN_QUIET_SECONDS = 0.5
+HTTP_CLOSE_SECONDS = 2  # then the longest wait for connections to close before they are dropped
+
+# --- authentication (docs/auth.md) ---------------------------------------------------------
+AUTH_TOKEN_BYTES = 32  # random bytes in a bearer token (secrets.token_urlsafe): 43 characters
+AUTH_TOKEN_PREFIX = "vmt_"  # marks a velesmem token, so secret scanners and people recognise it
+MAX_AUTH_TOKEN_NAME_BYTES = 64  # a token's name, recorded as the author of its writes
+MAX_BEARER_BYTES = 512  # a longer Authorization value is refused without a lookup
 
 # --- extraction ---------------------------------------------------------------------------
 MAX_ENTITY_NAME_BYTES = MAX_RELATION_BYTES  # a topic, subject, object or attr entity

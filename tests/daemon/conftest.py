@@ -19,7 +19,7 @@ def make_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[.
     """Factory: ``make_daemon(**env)`` → a Daemon (not started) with its own store and TLS dirs."""
     made: list[Daemon] = []
 
-    def make(root: Path | None = None, port: int | None = None, **extra: str) -> Daemon:
+    def make(root: Path | None = None, port: int | None = None, nofile: int | None = None, **extra: str) -> Daemon:
         root = root or tmp_path_factory.mktemp("daemon")
         port = port or free_port()
         env = clean_env(
@@ -30,7 +30,7 @@ def make_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[.
         )
         (root / "home").mkdir(exist_ok=True)
         env.update(extra)
-        daemon = Daemon(root=root, port=port, env=env)
+        daemon = Daemon(root=root, port=port, env=env, nofile=nofile)
         made.append(daemon)
         return daemon
 

@@ -45,11 +45,16 @@ def wait_for(condition: Callable[[], Any], deadline_s: float, what: str, poll_s:
 
 
 def clean_env(home: Path, **extra: str) -> dict[str, str]:
-    """The current environment without any VELESDB_MEMORY_*, HOME pointed at ``home``, plus ``extra``."""
+    """The current environment without any VELESDB_MEMORY_*, HOME pointed at ``home``, the hash
+    embedder (fast; ``VELESDB_MEMORY_EMBEDDER=""`` in ``extra`` leaves the default), plus
+    ``extra``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("VELESDB_MEMORY_")}
     env["HOME"] = str(home)
     env["PYTHONUNBUFFERED"] = "1"
+    env["VELESDB_MEMORY_EMBEDDER"] = "hash"
     env.update(extra)
+    if not env["VELESDB_MEMORY_EMBEDDER"]:
+        del env["VELESDB_MEMORY_EMBEDDER"]
     return env
 
 
@@ -61,6 +66,7 @@ class Daemon:
     port: int
     env: dict[str, str]
     proc: subprocess.Popen[bytes] | None = None
+    nofile: int | None = None  # RLIMIT_NOFILE (soft and hard) for the daemon process
     log: Path = field(init=False)
 
     def __post_init__(self) -> None:
@@ -90,10 +96,18 @@ class Daemon:
         return client_ssl_context(self.ca)
 
     def start(self, wait: bool = True) -> Daemon:
+        nofile = self.nofile
+
+        def limit_descriptors() -> None:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "velesmem", "--http"], env=self.env,
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                preexec_fn=None if nofile is None else limit_descriptors,
             )
         if wait:
             wait_for(self.healthy, START_DEADLINE_S, f"daemon /health on {self.base}\n{self.output()}")
@@ -115,7 +129,17 @@ class Daemon:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
     def client(self, **kw: Any) -> Client:
+        """A fastmcp client; ``mode="legacy"`` speaks the 2025 handshake (a session, a GET stream)
+        like mcp-remote and the Inspector, the default negotiates the sessionless 2026 protocol."""
         return Client(StreamableHttpTransport(self.url, verify=self.ssl_context()), **kw)
+
+    def pid_status(self, key: str) -> int:
+        """A ``/proc/<pid>/status`` figure in KiB (VmRSS, VmHWM) of the daemon (Linux)."""
+        assert self.proc is not None
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+        raise AssertionError(f"no {key} in /proc/{self.proc.pid}/status")
 
     def stop(self, sig: int = signal.SIGTERM) -> int:
         if self.proc is None or self.proc.poll() is not None:
@@ -127,6 +151,40 @@ class Daemon:
             self.proc.kill()
             self.proc.wait()
             raise AssertionError(f"daemon ignored signal {sig}:\n{self.output()}") from None
+
+
+LEGACY_INIT = {
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "velesmem-tests", "version": "0"}},
+}
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+def open_session(daemon: Daemon, http: httpx.Client | None = None) -> str:
+    """Initialize a 2025-era session by hand (as mcp-remote does) and never close it: its id."""
+    poster = http or httpx.Client(verify=daemon.ssl_context(), timeout=10)
+    try:
+        r = poster.post(daemon.url, json=LEGACY_INIT, headers=ACCEPT)
+        assert r.status_code == 200, (r.status_code, r.text)
+        session_id = r.headers["mcp-session-id"]
+        done = poster.post(daemon.url, headers=session_headers(session_id),
+                           json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+        assert done.status_code == 202, (done.status_code, done.text)
+        return session_id
+    finally:
+        if http is None:
+            poster.close()
+
+
+def session_headers(session_id: str) -> dict[str, str]:
+    return ACCEPT | {"mcp-session-id": session_id, "mcp-protocol-version": "2025-06-18"}
+
+
+def tls_socket(daemon: Daemon, timeout: float = 10) -> ssl.SSLSocket:
+    """A raw TLS connection to the daemon, verified against its CA."""
+    raw = socket.create_connection(("127.0.0.1", daemon.port), timeout=timeout)
+    return daemon.ssl_context().wrap_socket(raw, server_hostname="127.0.0.1")
 
 
 def structured(result: Any) -> dict[str, Any]:

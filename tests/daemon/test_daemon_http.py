@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 from fastmcp import Client
+from mcp import MCPError
 from fastmcp.client.transports import StreamableHttpTransport
 
 from daemon_helpers import Daemon, raw_post, structured
@@ -130,6 +131,18 @@ def test_health_answers_while_a_slow_tool_call_runs(shared_daemon: Daemon) -> No
     assert answered_during_burst >= 3, (answered_during_burst, latencies)
     # Never queued behind the calls: every answer comes back well inside the burst.
     assert max(latencies) < burst_s / 2, (burst_s, latencies)
+
+
+async def test_server_advertises_only_the_tools_it_serves(shared_daemon: Daemon) -> None:
+    """No prompts or resources are served, so none are advertised (and asking is "method not found")."""
+    async with shared_daemon.client(mode="legacy") as client:
+        capabilities = client.initialize_result.capabilities
+        assert capabilities.tools is not None
+        assert capabilities.prompts is None and capabilities.resources is None
+        for ask in (client.list_prompts, client.list_resources, client.list_resource_templates):
+            with pytest.raises(MCPError, match="Method not found"):
+                await ask()
+        assert len(await client.list_tools()) > 0
 
 
 def test_foreign_host_is_misdirected(shared_daemon: Daemon) -> None:

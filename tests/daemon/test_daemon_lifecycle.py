@@ -1,5 +1,5 @@
-"""The daemon's life: one per store, loopback-only, session cap with idle expiry, body cap on
-streamed bodies, a draining SIGTERM, and a CA kept across restarts while the leaf is re-issued."""
+"""The daemon's life: one per store, loopback-only, body cap on streamed bodies, a draining SIGTERM,
+and a CA kept across restarts while the leaf is re-issued. (Sessions: test_daemon_sessions.py.)"""
 
 from __future__ import annotations
 
@@ -14,13 +14,6 @@ import pytest
 from daemon_helpers import Daemon, raw_post, structured, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
-
-LEGACY_INIT = {
-    "jsonrpc": "2.0", "id": 1, "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-               "clientInfo": {"name": "velesmem-tests", "version": "0"}},
-}
-ACCEPT = {"Accept": "application/json, text/event-stream"}
 
 
 def _mode(path) -> int:
@@ -71,36 +64,6 @@ def test_insecure_mode_warns_loudly_and_serves_plain_http(make_daemon: Callable[
     assert "WARNING" in out and "PLAIN HTTP" in out and f"http://127.0.0.1:{daemon.port}/mcp" in out
     assert not (daemon.tls_dir / "ca-key.pem").exists()
     assert daemon.stop() == 0
-
-
-def _initialize(daemon: Daemon) -> httpx.Response:
-    return httpx.post(daemon.url, verify=daemon.ssl_context(), json=LEGACY_INIT, headers=ACCEPT, timeout=10)
-
-
-def test_session_cap_refuses_one_more_and_an_idle_session_frees_its_slot(
-    make_daemon: Callable[..., Daemon],
-) -> None:
-    daemon = make_daemon(
-        VELESDB_MEMORY_HTTP_MAX_SESSIONS="2",
-        VELESMEM_INTERNAL_SESSION_IDLE_SECONDS="1.5",
-    ).start()
-    sessions = [_initialize(daemon) for _ in range(2)]
-    assert [r.status_code for r in sessions] == [200, 200]
-    assert all(r.headers.get("mcp-session-id") for r in sessions)
-
-    refused = _initialize(daemon)
-    assert refused.status_code == 503
-    message = refused.json()["error"]["message"]
-    assert "too many open MCP sessions" in message and "VELESDB_MEMORY_HTTP_MAX_SESSIONS" in message
-
-    # Nobody touches the two sessions: they expire, their ids are forgotten, the slots free up.
-    reopened = wait_for(lambda: (r := _initialize(daemon)).status_code == 200 and r, 15,
-                        "an idle session to expire and free its slot")
-    assert reopened.headers["mcp-session-id"] not in {r.headers["mcp-session-id"] for r in sessions}
-    stale = httpx.post(daemon.url, verify=daemon.ssl_context(), timeout=10,
-                       headers=ACCEPT | {"mcp-session-id": sessions[0].headers["mcp-session-id"]},
-                       json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
-    assert stale.status_code == 404
 
 
 def test_streamed_body_over_the_cap_gets_413_and_a_declared_one_before_sending(

@@ -7,6 +7,7 @@ import json
 import queue
 import shutil
 import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -31,15 +32,21 @@ def _bridge_installed() -> None:
 class Bridge:
     """mcp-remote as a stdio JSON-RPC peer, with a temp HOME, config dir and npm cache."""
 
-    def __init__(self, daemon: Daemon, home: Path, with_ca: bool) -> None:
+    def __init__(self, daemon: Daemon, home: Path, with_ca: bool,
+                 entry: dict[str, Any] | None = None) -> None:
+        """``entry``: run the command, args and env of a Claude Desktop entry instead."""
         env = clean_env(home, MCP_REMOTE_CONFIG_DIR=str(home / "mcp-auth"), npm_config_cache=str(home / "npm"))
         for name in ("NODE_EXTRA_CA_CERTS", "NODE_TLS_REJECT_UNAUTHORIZED", "NODE_OPTIONS"):
             env.pop(name, None)
         if with_ca:
             env["NODE_EXTRA_CA_CERTS"] = str(daemon.ca)
+        argv = [str(MCP_REMOTE), daemon.url, "--transport", "http-only"]
+        if entry is not None:
+            argv = [entry["command"], *entry["args"]]
+            env.update(entry["env"])
         self.stderr = home / "mcp-remote.log"
         self.proc = subprocess.Popen(
-            [str(MCP_REMOTE), daemon.url, "--transport", "http-only"],
+            argv,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr.open("wb"), env=env,
         )
         self.lines: queue.Queue[str | None] = queue.Queue()
@@ -130,3 +137,44 @@ def test_mcp_remote_without_the_ca_fails(shared_daemon: Daemon, tmp_path: Path) 
         assert "certificate" in bridge.log().lower(), bridge.log()
     finally:
         bridge.close()
+
+
+def _desktop_entry_for(daemon: Daemon, token: str) -> dict[str, Any]:
+    """The Claude Desktop entry ``velesdb-memory wire --token`` writes, for the pinned bridge."""
+    import os
+
+    from velesmem.clients import Host, WireRequest
+    from velesmem.clients.catalog import bearer
+    from velesmem.clients.node import NodeTools
+    from velesmem.clients.wiring import desktop_entry
+
+    node = shutil.which("node")
+    assert node is not None
+    host = Host("Linux", os.environ.get("HOME", "/"), {"PATH": os.environ.get("PATH", "")})
+    tools = NodeTools(node=node, npx=None, mcp_remote=str(MCP_REMOTE))
+    request = WireRequest(daemon.url, str(daemon.ca), token=token)
+    return desktop_entry(host, tools, request, bearer(token))
+
+
+def test_mcp_remote_sends_the_token_the_way_wire_writes_it(make_daemon, tmp_path: Path) -> None:
+    daemon = make_daemon(VELESDB_MEMORY_HTTP_AUTH="token")
+    made = subprocess.run([sys.executable, "-m", "velesmem", "token", "create", "--name", "desktop"],
+                          env=daemon.env, capture_output=True, text=True, timeout=60, check=True)
+    token = made.stdout.strip()
+    daemon.start()
+    entry = _desktop_entry_for(daemon, token)
+    assert token not in " ".join(entry["args"])
+    bridge = Bridge(daemon, tmp_path, with_ca=True, entry=entry)
+    try:
+        init = bridge.request("initialize", {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "velesmem-tests", "version": "0"}})
+        assert init["result"]["serverInfo"]["name"] == "velesdb-memory", init
+        bridge.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        _tool_json(bridge.request("tools/call", {
+            "name": "remember", "arguments": {"fact": "bridged with a bearer token"}}))
+        listed = _tool_json(bridge.request("tools/call", {"name": "list_memories", "arguments": {}}))
+    finally:
+        bridge.close()
+    assert listed["memories"][0]["metadata"]["_veles_author"] == "desktop"
+    assert token not in daemon.output() and token not in bridge.log()

@@ -3,6 +3,7 @@ error when no daemon answers, and exiting by itself once its parent is gone."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -19,6 +20,8 @@ from velesmem.config import Settings
 from velesmem.memory.service import MemoryService
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+
+PROXY_EXIT_DEADLINE_S = 10.0
 
 
 def _stdio_client(env: dict[str, str], log: Path) -> Client:
@@ -119,3 +122,37 @@ def test_stdio_does_not_attach_to_a_daemon_serving_another_store(
                               capture_output=True, text=True, timeout=30)
     assert done.returncode != 0
     assert "serves another store" in done.stderr and "lock" in done.stderr.lower(), done.stderr
+
+
+def test_attached_stdio_proxy_exits_when_stdin_closes(make_daemon: Callable[..., Daemon], tmp_path: Path) -> None:
+    """Like the stdio server, the proxy that attaches to the daemon ends when its client closes
+    stdin (it used to stay alive, its stdout writer waiting forever)."""
+    daemon = make_daemon().start()
+    log = tmp_path / "proxy.log"
+    with open(log, "wb") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "velesmem"], env=daemon.env,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+    assert proc.stdin is not None and proc.stdout is not None
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    try:
+        for message in messages:
+            proc.stdin.write((json.dumps(message) + "\n").encode())
+            proc.stdin.flush()
+            if "id" in message:
+                answer = json.loads(proc.stdout.readline())
+                assert answer["id"] == message["id"] and "result" in answer, answer
+        proc.stdin.close()
+        t0 = time.monotonic()
+        code = proc.wait(PROXY_EXIT_DEADLINE_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert code == 0, log.read_text()
+    assert time.monotonic() - t0 < PROXY_EXIT_DEADLINE_S
+    assert "attaching to" in log.read_text()

@@ -1,4 +1,5 @@
-"""The local CA and leaf: algorithms, lifetimes, names, file modes; CA kept, leaf re-issued."""
+"""The local CA and leaf: algorithms, lifetimes, names, file modes; CA kept, leaf re-issued at start
+and renewed in the live server context before it expires."""
 
 from __future__ import annotations
 
@@ -14,7 +15,15 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from velesmem.daemon.tls import CA_COMMON_NAME, client_ssl_context, prepare_tls, tls_files
+from velesmem.daemon.renewal import LeafRenewer
+from velesmem.daemon.tls import (
+    CA_COMMON_NAME,
+    client_ssl_context,
+    prepare_tls,
+    renew_leaf,
+    server_ssl_context,
+    tls_files,
+)
 from velesmem.errors import Internal
 
 NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
@@ -139,3 +148,75 @@ def _handshake(files, client_ctx: ssl.SSLContext) -> Exception | None:
         b.close()
         thread.join(5)
         a.close()
+
+
+def _serial(tls: ssl.SSLSocket) -> int:
+    der = tls.getpeercert(binary_form=True)
+    assert der is not None
+    return x509.load_der_x509_certificate(der).serial_number
+
+
+class _EchoServer:
+    """TLS over a socket pair, served from ``ctx`` in a thread: echoes until the client closes."""
+
+    def __init__(self, ctx: ssl.SSLContext, client_ctx: ssl.SSLContext) -> None:
+        import socket
+
+        server_sock, client_sock = socket.socketpair()
+        self.thread = threading.Thread(target=self._serve, args=(ctx, server_sock))
+        self.thread.start()
+        self.client = client_ctx.wrap_socket(client_sock, server_hostname="localhost")
+
+    @staticmethod
+    def _serve(ctx: ssl.SSLContext, sock) -> None:
+        with ctx.wrap_socket(sock, server_side=True) as tls:
+            while data := tls.recv(1024):
+                tls.sendall(data)
+
+    def echo(self, data: bytes) -> bytes:
+        self.client.sendall(data)
+        return self.client.recv(1024)
+
+    def close(self) -> None:
+        self.client.close()
+        self.thread.join(5)
+
+
+def test_a_chain_reloaded_into_the_live_context_reaches_new_handshakes_only(tmp_path: Path) -> None:
+    """What renewal relies on: ``load_cert_chain`` on the context the server already uses. A
+    connection made before keeps its leaf and keeps working; the next handshake gets the new one."""
+    files = prepare_tls(tmp_path / "tls")
+    server_ctx = server_ssl_context(files)
+    client_ctx = client_ssl_context(files.ca_cert)
+    before = _EchoServer(server_ctx, client_ctx)
+    try:
+        old_serial = _serial(before.client)
+        renew_leaf(files)
+        server_ctx.load_cert_chain(files.leaf_cert, files.leaf_key)
+        after = _EchoServer(server_ctx, client_ctx)
+        try:
+            assert _serial(after.client) == _cert(files.leaf_cert).serial_number != old_serial
+            assert after.echo(b"new") == b"new"
+        finally:
+            after.close()
+        assert before.echo(b"old") == b"old" and _serial(before.client) == old_serial
+    finally:
+        before.close()
+
+
+def test_renewer_renews_once_less_than_a_third_of_the_lifetime_remains(tmp_path: Path) -> None:
+    files = prepare_tls(tmp_path / "tls", now=NOW)
+    ca_before = files.ca_cert.read_bytes(), files.ca_key.read_bytes()
+    clock = [NOW]
+    renewer = LeafRenewer(files, server_ssl_context(files), 30 * 24 * 3600.0, clock=lambda: clock[0])
+    assert renewer.check_interval_s == 3600.0
+
+    clock[0] = NOW + dt.timedelta(days=19, hours=23)  # just over ten days (a third) remain
+    assert not renewer.renew_if_due()
+    clock[0] = NOW + dt.timedelta(days=20, seconds=1)
+    assert renewer.renew_if_due()
+    assert _cert(files.leaf_cert).not_valid_after_utc == clock[0] + dt.timedelta(days=30)
+    assert renewer.expires == clock[0] + dt.timedelta(days=30)
+    assert (files.ca_cert.read_bytes(), files.ca_key.read_bytes()) == ca_before
+    _cert(files.leaf_cert).verify_directly_issued_by(_cert(files.ca_cert))
+    assert not renewer.renew_if_due()  # fresh again

@@ -139,7 +139,8 @@ def test_installer_help_lists_every_reference_flag() -> None:
     for flag in ("--port", "--store", "--tls-dir", "--embedder", "--ttl", "--yes", "--skip-client",
                  "--skip-ca-trust", "--wire-only", "--force-restart", "--uninstall", "-h",
                  "--ollama-url", "--ollama-model", "--extractor-model", "VELESMEM_INSTALL_PYTHON",
-                 "--from-release[=VERSION]", "--sha256", "--skip-checksum", "--reinstall"):
+                 "--from-release[=VERSION]", "--sha256", "--skip-checksum", "--reinstall",
+                 "--token=TOKEN", "VELESMEM_INSTALL_TOKEN"):
         assert flag in done.stdout
     from velesmem.clients.catalog import CLIENTS
 
@@ -150,7 +151,8 @@ def test_powershell_installer_declares_the_same_flags() -> None:
     text = (REPO / "installers" / "install-memory-daemon.ps1").read_text("utf-8")
     for param in ("$Port", "$Store", "$TlsDir", "$Embedder", "$Ttl", "$Yes", "$SkipClient", "$SkipCaTrust",
                   "$WireOnly", "$ForceRestart", "$Uninstall", "$OllamaUrl", "$OllamaModel", "$ExtractorModel",
-                  "$FromRelease", "$FromReleaseTag", "$Sha256", "$SkipChecksum", "$Reinstall"):
+                  "$FromRelease", "$FromReleaseTag", "$Sha256", "$SkipChecksum", "$Reinstall", "$Token",
+                  "VELESMEM_INSTALL_TOKEN", "wire --token -"):
         assert param in text
     assert '"velesmem" from PyPI' not in text  # no install-by-name fallback while it is unpublished
     for command in ("service install", "service wait", "trust-ca", "wire"):

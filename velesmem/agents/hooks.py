@@ -249,5 +249,5 @@ def answer(event: str, raw: bytes, cwd: str, settings: Settings, deadline: float
     address = daemon_address(settings)
     ca = tls_files(settings.tls_dir).ca_cert
     context = client_ssl_context(ca) if address.scheme == "https" and ca.is_file() else None
-    with McpSession(address, context, deadline) as session:
+    with McpSession(address, context, deadline, settings.auth_token) as session:
         return HANDLERS[event](inp, session.call)

@@ -33,8 +33,10 @@ class McpCallFailed(Exception):
 class McpSession:
     """One MCP session with the daemon; ``close()`` ends it (also on ``with`` exit)."""
 
-    def __init__(self, address: DaemonAddress, context: ssl.SSLContext | None, deadline: float) -> None:
+    def __init__(self, address: DaemonAddress, context: ssl.SSLContext | None, deadline: float,
+                 token: str = "") -> None:
         self._address = address
+        self._token = token  # VELESDB_MEMORY_AUTH_TOKEN, for a daemon that requires one
         self._deadline = deadline
         self._session: str | None = None
         self._version = PROTOCOL_VERSION
@@ -122,6 +124,8 @@ class McpSession:
         headers = {"Host": self._host_header, "Accept": "application/json, text/event-stream"}
         if payload is not None:
             headers["Content-Type"] = "application/json"
+        if self._token:
+            headers["Authorization"] = f"Bearer {self._token}"
         if self._session is not None:
             headers[SESSION_HEADER] = self._session
             headers[VERSION_HEADER] = self._version

@@ -51,7 +51,7 @@ def _from_daemon(settings: Settings) -> dict[str, Any] | None:
         return None
     url = f"https://127.0.0.1:{settings.http_port}/mcp"
     try:
-        status = call_tool(url, ca, "memory_status")
+        status = call_tool(url, ca, "memory_status", token=settings.auth_token)
     except (McpProbeError, OSError, ValueError):
         return None
     return {"path": str(settings.path), "served_by": url, **status}

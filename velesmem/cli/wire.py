@@ -4,13 +4,18 @@ Each config file is backed up as ``<file>.bak.<epoch>`` before a change, merged 
 other keys, written atomically; an unparsable file is left byte-identical and reported (a warning,
 not a failure: exit 1 only when a step that should have worked failed). With Claude Code it
 also merges our session hooks into ~/.claude/settings.json (``--no-hooks`` to skip;
-docs/agents.md).
+docs/agents.md). ``--token`` (from ``velesdb-memory token create``; ``-`` reads it from stdin)
+puts ``Authorization: Bearer`` in every client's entry for a daemon that requires it
+(docs/auth.md); without it an entry keeps the token it already has.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
+import sys
 
+from velesmem import limits
 from velesmem.clients.catalog import CLIENTS, SERVER_NAME
 from velesmem.service.options import add_daemon_options, add_summary_option, record
 
@@ -23,6 +28,18 @@ def _client_names(raw: str) -> list[str]:
     return names
 
 
+_TOKEN = re.compile(r"[\x21-\x7e]+")  # visible ASCII: nothing that could end or split a header
+
+
+def _token(raw: str) -> str:
+    token = sys.stdin.readline().strip() if raw == "-" else raw.strip()
+    if not token or len(token) > limits.MAX_BEARER_BYTES or not _TOKEN.fullmatch(token):
+        raise argparse.ArgumentTypeError(
+            "--token must be the token `velesdb-memory token create` printed (visible ASCII, no "
+            f"spaces, at most {limits.MAX_BEARER_BYTES} characters), or - to read it from stdin")
+    return token
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("wire", help="point Claude Code/Desktop, Codex, Cursor, Windsurf, "
                                    "Devin CLI, Cline, Zed and opencode at the daemon", description=__doc__)
@@ -31,6 +48,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--skip-client", action="append", type=_client_names, default=[],
                         metavar="NAME", help=f"leave a client alone (repeatable): {', '.join(CLIENTS)}")
     parser.add_argument("--uninstall", action="store_true", help="remove only our entry from each client")
+    parser.add_argument("--token", type=_token, default=None, metavar="TOKEN",
+                        help="bearer token each client sends (velesdb-memory token create; - "
+                        "reads it from stdin); needed by a daemon beyond loopback")
     parser.add_argument("--no-hooks", dest="hooks", action="store_false",
                         help="leave Claude Code's session hooks (~/.claude/settings.json) alone")
     add_summary_option(parser)
@@ -48,11 +68,12 @@ def _wire(args: argparse.Namespace) -> int:
         skip=frozenset(name for group in args.skip_client for name in group),
         uninstall=args.uninstall,
         hooks=args.hooks,
+        token=args.token or "",
     )
     if args.uninstall:
         print(f"removing our entry ({SERVER_NAME}, for {request.url}) from every client")
     else:
-        print(f"wiring clients to {request.url}")
+        print(f"wiring clients to {request.url}" + (" with a bearer token" if args.token else ""))
     outcomes = wire_clients(request, Host.current())
     for outcome in outcomes:
         print("  " + outcome.line())

@@ -7,6 +7,12 @@ the contract gives only a stdio shape, the client's own documented HTTP shape is
 ``type: streamableHttp`` + ``url`` in ``cline_mcp_settings.json``, Zed ``context_servers`` entry
 ``url``, opencode ``mcp`` entry ``type: remote`` + ``url``. Claude Desktop needs the stdio bridge
 (``velesmem.clients.wiring.desktop_entry``).
+
+With a bearer token (``wire --token``, docs/auth.md) each entry also carries the
+``Authorization: Bearer`` header where its client documents headers: a ``headers`` object for the
+JSON clients (Cursor, Windsurf, Devin CLI, Cline, Zed, opencode; Claude Code through
+``claude mcp add --header``), ``http_headers`` for Codex, and for the Desktop bridge mcp-remote's
+``--header Authorization:${VELESDB_MEMORY_AUTH_HEADER}`` with the value in its env block.
 """
 
 from __future__ import annotations
@@ -113,6 +119,34 @@ CONFIG_PATHS: dict[str, Callable[[Host], PurePath]] = {
 }
 
 
+AUTH_HEADER = "Authorization"
+BRIDGE_AUTH_ENV = "VELESDB_MEMORY_AUTH_HEADER"  # mcp-remote expands ${…} in --header from its env
+
+
+def bearer(token: str) -> str:
+    """The Authorization header's value for ``token``."""
+    return f"Bearer {token}"
+
+
+def with_headers(entry: dict[str, Any], auth: str | None, key: str = "headers") -> dict[str, Any]:
+    """``entry`` plus ``{key: {"Authorization": auth}}`` when there is an ``auth`` value."""
+    return {**entry, key: {AUTH_HEADER: auth}} if auth else entry
+
+
+def entry_auth(entry: Any) -> str | None:
+    """The Authorization value one of our entries carries, in any client's shape (None: none)."""
+    if not isinstance(entry, dict):
+        return None
+    for key in ("headers", "http_headers"):
+        headers = entry.get(key)
+        if isinstance(headers, dict) and isinstance(headers.get(AUTH_HEADER), str):
+            return headers[AUTH_HEADER]
+    env = entry.get("env")
+    if isinstance(env, dict) and isinstance(env.get(BRIDGE_AUTH_ENV), str):
+        return env[BRIDGE_AUTH_ENV]
+    return None
+
+
 @dataclass(frozen=True)
 class JsonClient:
     """A client configured by one JSON file with an object of servers (``mcpServers`` unless
@@ -120,7 +154,7 @@ class JsonClient:
 
     name: str
     path: Callable[[Host], PurePath]
-    entry: Callable[[str], dict[str, Any]]
+    entry: Callable[[str], dict[str, Any]]  # the URL → the entry without headers
     envelope: dict[str, Any] = field(default_factory=dict)  # top-level keys a new file starts with
     key: str = "mcpServers"
     jsonc: bool = False  # comments allowed: edited as text, comments kept (velesmem.clients.jsonc)
@@ -151,12 +185,12 @@ JSON_CLIENTS: dict[str, JsonClient] = {
 }
 
 
-def claude_code_entry(url: str) -> dict[str, Any]:
-    return {"type": "http", "url": url}
+def claude_code_entry(url: str, auth: str | None = None) -> dict[str, Any]:
+    return with_headers({"type": "http", "url": url}, auth)
 
 
-def codex_entry(url: str) -> dict[str, Any]:
-    return {"url": url}
+def codex_entry(url: str, auth: str | None = None) -> dict[str, Any]:
+    return with_headers({"url": url}, auth, key="http_headers")
 
 
 def entry_url(entry: Any) -> str | None:

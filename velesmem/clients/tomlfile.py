@@ -66,11 +66,13 @@ def _value(value: Any) -> str:
         return json.dumps(value)  # a JSON string is a valid TOML basic string
     if isinstance(value, list):
         return "[" + ", ".join(_value(v) for v in value) + "]"
+    if isinstance(value, dict):  # an inline table; keys quoted (a JSON string is a TOML key)
+        return "{ " + ", ".join(f"{json.dumps(k)} = {_value(v)}" for k, v in value.items()) + " }"
     raise TypeError(f"cannot write {type(value).__name__} as TOML")
 
 
 def render_table(name: str, entry: dict[str, Any]) -> list[str]:
-    """Our table as TOML lines (scalar and list values only)."""
+    """Our table as TOML lines (scalars, lists and inline tables)."""
     return [f"[{TABLE}.{name}]"] + [f"{key} = {_value(val)}" for key, val in entry.items()]
 
 

@@ -3,10 +3,16 @@
 File-based clients are merged through ``velesmem.clients.files`` / ``tomlfile``; Claude Code and
 Codex go through their own CLIs when present; Claude Desktop gets the mcp-remote stdio bridge,
 written only after Node itself fetched ``/health`` with strict TLS.
+
+With a bearer token (``WireRequest.token``) every entry carries the Authorization header in its
+client's shape (``velesmem.clients.catalog``); re-wiring without one keeps the header an entry
+already has, so re-running an installer never locks a client out. A file that receives a token is
+made readable by its owner only, and the token never appears in an Outcome.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -38,6 +44,7 @@ class WireRequest:
     uninstall: bool = False
     hooks: bool = True  # Claude Code's session hooks in ~/.claude/settings.json (with claude-code)
     hook_python: str = field(default_factory=lambda: sys.executable)  # what the hooks run
+    token: str = field(default="", repr=False)  # a bearer token to send (velesdb-memory token)
 
     @property
     def health_url(self) -> str:
@@ -92,6 +99,30 @@ def _file_outcome(name: str, path: Path, result: tuple[str, Path | None], detail
     return Outcome(name, action, detail, path=str(path), backup=str(saved) if saved else None)
 
 
+def _auth(request: WireRequest, current: Any) -> str | None:
+    """The Authorization value to write: the new token's, else the one our entry has."""
+    return catalog.bearer(request.token) if request.token else catalog.entry_auth(current)
+
+
+def _private(path: Path) -> None:
+    """Make a config file about to receive a token readable by its owner only (before the
+    write, so the atomic replace keeps that mode)."""
+    if os.name != "posix":
+        return
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        return  # new files are created owner-only
+    if mode & 0o077:
+        os.chmod(path, mode & 0o700)
+
+
+def _redact(text: str, auth: str | None) -> str:
+    """``text`` with the token of ``auth`` replaced by ``<token>``."""
+    secret = auth.partition(" ")[2] if auth else ""
+    return text.replace(secret, "<token>") if secret else text
+
+
 def _json_client(name: str) -> Callable[[WireRequest, Host, Callable[[], float]], Outcome]:
     return lambda request, host, clock: _json_wire(catalog.JSON_CLIENTS[name], request, host, clock)
 
@@ -107,7 +138,10 @@ def _json_wire(client: catalog.JsonClient, request: WireRequest, host: Host,
         return _file_outcome(name, path, removed)
     if client.detect is not None and not host.local(client.detect(host)).is_dir():
         return Outcome(name, "skipped", f"not installed (no {client.detect(host)})")
-    entry = client.entry(request.url)
+    auth = _auth(request, read_entry(name, host))
+    entry = catalog.with_headers(client.entry(request.url), auth)
+    if auth:
+        _private(path)
     if client.jsonc:
         result = upsert_jsonc_entry(path, where, entry, envelope=client.envelope, clock=clock)
     else:
@@ -152,38 +186,52 @@ def _claude_desktop(request: WireRequest, host: Host, clock: Callable[[], float]
     if problem is not None:
         return Outcome(name, "failed", f"Node could not fetch {request.health_url} with "
                        f"NODE_EXTRA_CA_CERTS={request.ca_cert}: {problem}", path=str(path))
-    result = upsert_json_entry(path, SERVER_NAME, desktop_entry(host, tools, request), clock=clock)
+    auth = _auth(request, get_json_entry(path, SERVER_NAME))
+    if auth:
+        _private(path)
+    result = upsert_json_entry(path, SERVER_NAME, desktop_entry(host, tools, request, auth),
+                               clock=clock)
     return _file_outcome(name, path, result, "restart Claude Desktop fully (Quit, not close) to load it"
                          if result[0] != "unchanged" else "")
 
 
-def desktop_entry(host: Host, tools: node.NodeTools, request: WireRequest) -> dict[str, Any]:
-    """The stdio entry Desktop spawns: mcp-remote over HTTPS, strict TLS via the local CA."""
+def desktop_entry(host: Host, tools: node.NodeTools, request: WireRequest,
+                  auth: str | None = None) -> dict[str, Any]:
+    """The stdio entry Desktop spawns: mcp-remote over HTTPS, strict TLS via the local CA. An
+    ``auth`` value travels in the env block, named in ``--header`` without spaces (mcp-remote's
+    README: some clients mangle spaces inside args), and stays out of the process arguments."""
     tail = [request.url, "--transport", "http-only"]
+    if auth:
+        tail += ["--header", f"{catalog.AUTH_HEADER}:${{{catalog.BRIDGE_AUTH_ENV}}}"]
     if tools.mcp_remote:
         command, args = tools.mcp_remote, tail
     else:  # the bridge version the tests run, never whatever is newest on the day Desktop starts
         assert tools.npx is not None
         command, args = tools.npx, ["-y", node.MCP_REMOTE_PACKAGE, *tail]
-    return {"command": command, "args": args, "env": node.bridge_env(host, tools, request.ca_cert)}
+    env = node.bridge_env(host, tools, request.ca_cert)
+    if auth:
+        env[catalog.BRIDGE_AUTH_ENV] = auth
+    return {"command": command, "args": args, "env": env}
 
 
-def _run_cli(argv: list[str], host: Host) -> str | None:
-    """None on success, else the CLI's complaint."""
+def _run_cli(argv: list[str], host: Host, auth: str | None = None) -> str | None:
+    """None on success, else the CLI's complaint (with any token in it redacted)."""
     try:
         done = subprocess.run(argv, env=dict(host.env), capture_output=True, text=True,
                               timeout=CLI_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"{' '.join(argv)}: {exc}"
+        return _redact(f"{' '.join(argv)}: {exc}", auth)
     if done.returncode != 0:
-        said = (done.stderr.strip() or done.stdout.strip())[-300:]
-        return f"`{' '.join(argv[1:])}` exited {done.returncode}: {said}"
+        said = _redact(done.stderr.strip() or done.stdout.strip(), auth)[-300:]
+        return _redact(f"`{' '.join(argv[1:])}` exited {done.returncode}: ", auth) + said
     return None
 
 
 def _via_cli(name: str, request: WireRequest, host: Host, cli: str | None, current: Any,
-             add: list[str], remove: list[str], path: Path, hint: str) -> Outcome:
-    """Add/remove our entry with the client's own CLI, skipping work the config shows is done."""
+             add: list[str], remove: list[str], path: Path, hint: str,
+             auth: str | None = None) -> Outcome:
+    """Add/remove our entry with the client's own CLI, skipping work the config shows is done
+    (the URL and the Authorization value ``auth`` already there)."""
     if request.uninstall:
         if current is None:
             return Outcome(name, "absent", path=str(path))
@@ -191,16 +239,17 @@ def _via_cli(name: str, request: WireRequest, host: Host, cli: str | None, curre
             return Outcome(name, "skipped", f"its CLI is not on PATH; remove by hand: {' '.join(remove)}")
         problem = _run_cli([cli, *remove[1:]], host)
         return Outcome(name, "failed", problem) if problem else Outcome(name, "removed", path=str(path))
-    if catalog.entry_url(current) == request.url:
+    if catalog.entry_url(current) == request.url and catalog.entry_auth(current) == auth:
         return Outcome(name, "unchanged", path=str(path))
     if cli is None:
+        shown = " ".join(f'"{a}"' if " " in a else a for a in add)
         return Outcome(name, "skipped", f"`{add[0]}` CLI not found on PATH; once installed run: "
-                       f"{' '.join(add)}")
+                       f"{_redact(shown, auth)}")
     if current is not None:
-        problem = _run_cli([cli, *remove[1:]], host)
+        problem = _run_cli([cli, *remove[1:]], host, auth)
         if problem:
             return Outcome(name, "failed", problem)
-    problem = _run_cli([cli, *add[1:]], host)
+    problem = _run_cli([cli, *add[1:]], host, auth)
     if problem:
         return Outcome(name, "failed", problem)
     return Outcome(name, "added" if current is None else "updated", hint, path=str(path))
@@ -214,11 +263,14 @@ def _claude_code(request: WireRequest, host: Host, clock: Callable[[], float]) -
     path = host.local(catalog.claude_code_config(host))
     current = get_json_entry(path, SERVER_NAME)
     add = ["claude", "mcp", "add", "--transport", "http", "--scope", "user", SERVER_NAME, request.url]
+    auth = None if request.uninstall else _auth(request, current)
+    if auth:  # last: Claude Code's --header takes several values
+        add += ["--header", f"{catalog.AUTH_HEADER}: {auth}"]
     remove = ["claude", "mcp", "remove", "--scope", "user", SERVER_NAME]
     hint = (f"Claude Code is a Node app: if it reports a certificate error, "
             f"export NODE_EXTRA_CA_CERTS={request.ca_cert}")
     return _via_cli(catalog.CLAUDE_CODE, request, host, _which(host, "claude"), current, add, remove,
-                    path, hint)
+                    path, hint, auth)
 
 
 def _codex(request: WireRequest, host: Host, clock: Callable[[], float]) -> Outcome:
@@ -226,13 +278,18 @@ def _codex(request: WireRequest, host: Host, clock: Callable[[], float]) -> Outc
     path = host.local(catalog.codex_config(host))
     cli = _which(host, "codex")
     current = get_toml_entry(path, SERVER_NAME)
-    if cli is None:  # no CLI: edit ~/.codex/config.toml ourselves, same rules as the JSON files
+    auth = None if request.uninstall else _auth(request, current)
+    # No CLI, or a header to write (`codex mcp add` sets none): edit ~/.codex/config.toml
+    # ourselves, same rules as the JSON files.
+    if cli is None or auth:
         if request.uninstall:
             return _file_outcome(name, path, remove_toml_entry(path, SERVER_NAME, clock=clock))
-        if catalog.entry_url(current) == request.url:
+        if catalog.entry_url(current) == request.url and catalog.entry_auth(current) == auth:
             return Outcome(name, "unchanged", path=str(path))
-        return _file_outcome(name, path, upsert_toml_entry(path, SERVER_NAME, catalog.codex_entry(request.url),
-                                                           clock=clock))
+        if auth:
+            _private(path)
+        entry = catalog.codex_entry(request.url, auth)
+        return _file_outcome(name, path, upsert_toml_entry(path, SERVER_NAME, entry, clock=clock))
     add = ["codex", "mcp", "add", SERVER_NAME, "--url", request.url]
     remove = ["codex", "mcp", "remove", SERVER_NAME]
     return _via_cli(name, request, host, cli, current, add, remove, path, "")

@@ -57,13 +57,15 @@ def daemon_address(settings: Settings) -> DaemonAddress:
 
 
 def check_bind_allowed(settings: Settings) -> DaemonAddress:
-    """Refuse a non-loopback bind unless VELESDB_MEMORY_HTTP_ALLOW_REMOTE is set."""
+    """Refuse a non-loopback bind unless VELESDB_MEMORY_HTTP_ALLOW_REMOTE is set (the daemon
+    then also requires a bearer token or a declared proxy: ``velesmem.daemon.auth``)."""
     address = daemon_address(settings)
     if not is_loopback(address.bind_host) and not settings.http_allow_remote:
         raise Internal(
-            f"refusing to bind {address.bind_host}:{address.port}: the daemon has no authentication, "
-            f"so it only listens on loopback (127.0.0.1, ::1, localhost). Set "
-            f"{ENV_PREFIX}HTTP_BIND=127.0.0.1:{address.port}, or — only behind an authenticating "
-            f"reverse proxy — {ENV_PREFIX}HTTP_ALLOW_REMOTE=1"
+            f"refusing to bind {address.bind_host}:{address.port}: the daemon listens on loopback "
+            f"(127.0.0.1, ::1, localhost) unless told otherwise. Set "
+            f"{ENV_PREFIX}HTTP_BIND=127.0.0.1:{address.port}, or, to serve other machines, "
+            f"{ENV_PREFIX}HTTP_ALLOW_REMOTE=1 with a bearer token (velesdb-memory token create; "
+            f"docs/auth.md) or behind an authenticating reverse proxy ({ENV_PREFIX}HTTP_AUTH=proxy)"
         )
     return address

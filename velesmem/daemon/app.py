@@ -1,5 +1,6 @@
 """The daemon's ASGI app: ``GET /health`` and the streamable-HTTP MCP endpoint at ``/mcp``, behind
-the guards.
+the guards (outermost first): Host/Origin, bearer-token auth, drain, session cap, body gate,
+duplicate request ids.
 
 FastMCP's app is mounted at ``/`` (mounting at ``/mcp`` would redirect to ``/mcp/``) and its
 lifespan is wrapped: the SDK session manager only exists inside it, and the session and body caps
@@ -8,7 +9,7 @@ are attributes of that manager, set there.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,17 +21,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
-from velesmem.runtime import Runtime
+from velesmem import limits
 from velesmem.daemon.address import HEALTH_PATH, MCP_PATH, STORE_HEADER, DaemonAddress, is_loopback
-from velesmem.daemon.guards import (
-    BodyLimit,
-    DrainGate,
-    DrainState,
-    HostOriginGuard,
-    SessionCap,
-    allowed_authorities,
-    allowed_origins,
-)
+from velesmem.daemon.auth import AuthGuard, AuthPolicy, StoreTokenVerifier
+from velesmem.daemon.bodies import BodyBudget, BodyGate
+from velesmem.daemon.guards import DrainGate, DrainState, HostOriginGuard, allowed_authorities, allowed_origins
+from velesmem.daemon.request_ids import DuplicateIdGuard
+from velesmem.daemon.sessions import SessionCap
+from velesmem.runtime import Runtime
 
 
 @dataclass
@@ -41,9 +39,25 @@ class McpHandle:
     runtime: Runtime
     drain: DrainState = field(default_factory=DrainState)
 
-    def session_count(self) -> int:
+    def live_sessions(self) -> Mapping[str, Any]:
+        """Session id → transport, live (the SDK manager's own table; empty outside the lifespan)."""
         manager = self.endpoint.session_manager
-        return 0 if manager is None else len(manager._server_instances)
+        return {} if manager is None else manager._server_instances
+
+    def session_count(self) -> int:
+        return len(self.live_sessions())
+
+    async def evict(self, session_id: str) -> None:
+        """End one session now: its id answers 404 at once and its slot is free."""
+        manager = self.endpoint.session_manager
+        transport = None if manager is None else manager._server_instances.get(session_id)
+        if transport is not None:
+            await manager._discard_session(session_id, transport)
+
+    def answer_pending(self, session_id: str, key: str) -> bool:
+        """True while the session's transport still has an answer stream open for request ``key``."""
+        transport = self.live_sessions().get(session_id)
+        return transport is not None and key in transport._request_streams
 
     async def terminate_sessions(self) -> None:
         """End every session's transport (closes idle GET streams so shutdown need not wait)."""
@@ -78,22 +92,27 @@ def _find_endpoint(mcp_app: Starlette) -> Any:
 
 
 def build_app(
-    server: FastMCP, runtime: Runtime, address: DaemonAddress, *, idle_timeout_s: float
+    server: FastMCP, runtime: Runtime, address: DaemonAddress, *, idle_timeout_s: float,
+    body_queue_s: float = float(limits.HTTP_BODY_QUEUE_SECONDS), auth: AuthPolicy,
 ) -> tuple[Starlette, McpHandle]:
     """The Starlette app serving ``/health`` and ``/mcp`` with every guard on; its lifespan
-    starts the Runtime (which warms in the background: nothing here waits for it)."""
+    starts the Runtime. ``auth`` is the policy ``velesmem.daemon.auth.auth_policy`` settled."""
     settings = runtime.settings
     mcp_app = server.http_app(path=MCP_PATH, session_idle_timeout=idle_timeout_s)
     handle = McpHandle(endpoint=_find_endpoint(mcp_app), runtime=runtime)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        runtime.start()
+        runtime.start()  # warms in the background: the handshake and /health never wait for it
         async with mcp_app.lifespan(app):
             manager = handle.endpoint.session_manager
+            # SessionCap keeps the count at the cap by evicting idle sessions; the SDK's own cap
+            # stays as a backstop.
             manager.max_sessions = settings.http_max_sessions
             manager.max_request_body_size = settings.http_max_body_bytes
-            manager.asgi_app.max_body_size = settings.http_max_body_bytes
+            # BodyGate enforces the body cap while streaming and hands over one copy; the SDK's
+            # limit middleware would buffer two more, so the manager serves requests directly.
+            manager.asgi_app = getattr(manager.asgi_app, "app", manager.asgi_app)
             yield
 
     extra_hosts = [] if is_loopback(address.bind_host) else [address.bind_host]
@@ -101,9 +120,13 @@ def build_app(
     middleware = [
         Middleware(HostOriginGuard, authorities=authorities,
                    origins=allowed_origins(authorities, address.scheme)),
-        Middleware(DrainGate, state=handle.drain),
-        Middleware(BodyLimit, max_bytes=settings.http_max_body_bytes),
-        Middleware(SessionCap, max_sessions=settings.http_max_sessions, count=handle.session_count),
+        # Before anything that costs the daemon memory or a session slot.
+        Middleware(AuthGuard, policy=auth, verifier=StoreTokenVerifier(runtime.store)),
+        Middleware(DrainGate, state=handle.drain, path=MCP_PATH),
+        Middleware(SessionCap, max_sessions=settings.http_max_sessions, directory=handle),
+        Middleware(BodyGate, max_bytes=settings.http_max_body_bytes,
+                   budget=BodyBudget(settings.http_max_body_bytes_in_flight), queue_timeout_s=body_queue_s),
+        Middleware(DuplicateIdGuard, streams=handle),
     ]
     routes = [
         Route(HEALTH_PATH, _health_endpoint(runtime), methods=["GET", "HEAD"]),

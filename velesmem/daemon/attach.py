@@ -6,10 +6,11 @@ This is how a client configured for stdio shares the daemon's store instead of f
 
 from __future__ import annotations
 
+import logging
+
 import http.client
 import json
 import ssl
-import sys
 
 import anyio
 import httpx2
@@ -19,6 +20,8 @@ from mcp.server.stdio import stdio_server
 from velesmem.config import Settings
 from velesmem.daemon.address import HEALTH_PATH, STORE_HEADER, DaemonAddress, daemon_address
 from velesmem.daemon.tls import client_ssl_context, tls_files
+
+log = logging.getLogger("velesmem.daemon")
 
 HEALTH_TIMEOUT_S = 2.0
 CONNECT_TIMEOUT_S = 30.0
@@ -58,8 +61,8 @@ def daemon_answers(settings: Settings) -> bool:
                 return False
             theirs = body.get("store") or response.getheader(STORE_HEADER)
             if theirs != ours:
-                print(f"[velesdb-memory] the daemon at {address.url()} serves another store "
-                      f"({theirs}), not {ours}: not attaching", file=sys.stderr, flush=True)
+                log.warning(f"the daemon at {address.url()} serves another store "
+                            f"({theirs}), not {ours}: not attaching")
                 return False
             return True
         finally:
@@ -74,7 +77,8 @@ def _host_header(address: DaemonAddress) -> str:
 
 
 def run_stdio_proxy(settings: Settings) -> int:
-    """Relay stdio ↔ the daemon's /mcp until stdin closes or the daemon goes away."""
+    """Relay stdio ↔ the daemon's /mcp until stdin closes (then end the session and exit, like the
+    stdio server) or the daemon goes away."""
     address = daemon_address(settings)
     verify: ssl.SSLContext | bool = True
     if address.scheme == "https":
@@ -82,19 +86,19 @@ def run_stdio_proxy(settings: Settings) -> int:
         if ctx is None:
             raise RuntimeError("no CA to verify the daemon with")
         verify = ctx
-    print(
-        f"[velesdb-memory] store {settings.path} is held by a running daemon; attaching to "
-        f"{address.url()} (stdio ↔ {address.scheme.upper()} proxy, CA {tls_files(settings.tls_dir).ca_cert})",
-        file=sys.stderr,
-        flush=True,
+    log.info(
+        f"store {settings.path} is held by a running daemon; attaching to "
+        f"{address.url()} (stdio ↔ {address.scheme.upper()} proxy, CA {tls_files(settings.tls_dir).ca_cert})"
     )
-    anyio.run(_relay, address.url(), verify)
+    anyio.run(_relay, address.url(), verify, settings.auth_token)
     return 0
 
 
-async def _relay(url: str, verify: ssl.SSLContext | bool) -> None:
+async def _relay(url: str, verify: ssl.SSLContext | bool, token: str = "") -> None:
     timeout = httpx2.Timeout(CONNECT_TIMEOUT_S, read=READ_TIMEOUT_S)
-    async with httpx2.AsyncClient(verify=verify, timeout=timeout) as http:
+    # VELESDB_MEMORY_AUTH_TOKEN, for a daemon that requires a bearer token (docs/auth.md)
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+    async with httpx2.AsyncClient(verify=verify, timeout=timeout, headers=headers) as http:
         async with streamable_http_client(url, http_client=http) as (remote_read, remote_write):
             async with stdio_server() as (local_read, local_write):
                 async with anyio.create_task_group() as tg:
@@ -102,8 +106,7 @@ async def _relay(url: str, verify: ssl.SSLContext | bool) -> None:
                     async def upstream() -> None:
                         async for message in local_read:
                             if isinstance(message, Exception):
-                                print(f"[velesdb-memory] dropped a malformed message: {message}",
-                                      file=sys.stderr, flush=True)
+                                log.warning(f"dropped a malformed message: {message}")
                                 continue
                             await remote_write.send(message)
                         tg.cancel_scope.cancel()  # stdin closed: the client is gone
@@ -111,10 +114,14 @@ async def _relay(url: str, verify: ssl.SSLContext | bool) -> None:
                     async def downstream() -> None:
                         async for message in remote_read:
                             if isinstance(message, Exception):
-                                print(f"[velesdb-memory] daemon error: {message}", file=sys.stderr, flush=True)
+                                log.warning(f"daemon error: {message}")
                                 continue
                             await local_write.send(message)
                         tg.cancel_scope.cancel()  # the daemon closed the stream
 
                     tg.start_soon(upstream)
                     tg.start_soon(downstream)
+                # Both transports wait for their writer to be closed before they finish: without
+                # this, stdio_server's stdout writer would keep the proxy alive after stdin closed.
+                await local_write.aclose()
+                await remote_write.aclose()

@@ -1,4 +1,5 @@
-"""ASGI guards in front of the MCP endpoint: Host/Origin allow-list, body cap, session cap, drain.
+"""ASGI guards in front of the MCP endpoint: the Host/Origin allow-list and the shutdown drain,
+plus the refusal helpers the other guards (``bodies``, ``sessions``, ``request_ids``) share.
 
 Each guard answers with a short plain-text (or JSON-RPC) refusal before the request reaches the
 MCP session manager, so a hostile or buggy client costs neither memory nor a session slot.
@@ -7,13 +8,11 @@ MCP session manager, so a hostile or buggy client costs neither memory nor a ses
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
+from typing import Any
 
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
-
-from velesmem.config import ENV_PREFIX
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 MCP_SESSION_HEADER = "mcp-session-id"
@@ -35,17 +34,23 @@ def _bracket(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
-async def _plain(send: Send, status: int, text: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+async def plain_refusal(send: Send, status: int, text: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+    """Answer ``status`` with a one-line plain-text ``text``."""
     body = (text + "\n").encode()
     headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers + (extra or [])})
     await send({"type": "http.response.body", "body": body})
 
 
-async def _jsonrpc_refusal(send: Send, status: int, message: str) -> None:
-    payload = {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": message}}
+async def jsonrpc_refusal(
+    send: Send, status: int, message: str, *, code: int = -32000, request_id: Any = None,
+    extra: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    """Answer ``status`` with a JSON-RPC error body (MCP clients surface its message per request)."""
+    payload = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
     body = json.dumps(payload).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    headers += extra or []
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
@@ -65,122 +70,34 @@ class HostOriginGuard:
         headers = Headers(scope=scope)
         host = headers.get("host", "").strip().lower()
         if host not in self.authorities:
-            await _plain(send, 421, f"Misdirected Request: Host {host!r} is not this daemon")
+            await plain_refusal(send, 421, f"Misdirected Request: Host {host!r} is not this daemon")
             return
         origin = headers.get("origin")
         if origin is not None and origin.strip().lower().rstrip("/") not in self.origins:
-            await _plain(send, 403, f"Forbidden: Origin {origin!r} is not allowed")
+            await plain_refusal(send, 403, f"Forbidden: Origin {origin!r} is not allowed")
             return
         await self.app(scope, receive, send)
-
-
-class BodyLimit:
-    """Refuse a request body over ``max_bytes`` with 413: by Content-Length before reading, and by
-    counting streamed (chunked) bytes as they arrive, never buffering past the cap."""
-
-    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
-
-    def _message(self) -> str:
-        return (
-            f"Request body too large: the limit is {self.max_bytes} bytes "
-            f"({ENV_PREFIX}HTTP_MAX_BODY_BYTES)"
-        )
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        declared = Headers(scope=scope).get("content-length")
-        if declared is not None:
-            try:
-                too_big = int(declared) > self.max_bytes
-            except ValueError:
-                await _plain(send, 400, "Bad Request: invalid Content-Length")
-                return
-            if too_big:
-                await _plain(send, 413, self._message(), [(b"connection", b"close")])
-                return
-        received = 0
-        refused = False
-        started = False
-
-        async def counting_receive() -> Message:
-            nonlocal received, refused
-            if refused:
-                return {"type": "http.disconnect"}
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.max_bytes:
-                    # Answer now and tell the app the client went away: nothing past the cap
-                    # is read, and whatever the app still sends is dropped below.
-                    refused = True
-                    if not started:
-                        await _plain(send, 413, self._message(), [(b"connection", b"close")])
-                    return {"type": "http.disconnect"}
-            return message
-
-        async def guarded_send(message: Message) -> None:
-            nonlocal started
-            if refused:
-                return
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        await self.app(scope, counting_receive, guarded_send)
-
-
-class SessionCap:
-    """A request that would open one session too many gets a clear 503 JSON-RPC refusal.
-
-    Only handshake-era requests open sessions (the 2026 protocol is one self-contained POST per
-    call). The SDK session manager enforces the same cap under its own lock; this guard only words
-    the refusal so the user knows which setting to change.
-    """
-
-    def __init__(self, app: ASGIApp, *, max_sessions: int, count: Callable[[], int]) -> None:
-        self.app = app
-        self.max_sessions = max_sessions
-        self.count = count
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "POST" and self._opens_session(scope) \
-                and self.count() >= self.max_sessions:
-            await _jsonrpc_refusal(
-                send,
-                503,
-                f"velesdb-memory: too many open MCP sessions ({self.max_sessions}, "
-                f"{ENV_PREFIX}HTTP_MAX_SESSIONS); close an unused client or wait for idle sessions "
-                "to expire, then retry",
-            )
-            return
-        await self.app(scope, receive, send)
-
-
-    @staticmethod
-    def _opens_session(scope: Scope) -> bool:
-        headers = Headers(scope=scope)
-        version = headers.get(MCP_PROTOCOL_HEADER)
-        return MCP_SESSION_HEADER not in headers and (version is None or version in HANDSHAKE_PROTOCOL_VERSIONS)
 
 
 class DrainGate:
-    """Counts in-flight MCP calls; once closing, new requests get 503 while running ones finish."""
+    """Counts in-flight MCP calls; once closing, new requests to ``/mcp`` get a worded 503 while the
+    running ones finish (the listener stays open meanwhile, so nobody sees "connection refused")."""
 
-    def __init__(self, app: ASGIApp, *, state: "DrainState") -> None:
+    def __init__(self, app: ASGIApp, *, state: DrainState, path: str) -> None:
         self.app = app
         self.state = state
+        self.path = path
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST":
+        if scope["type"] != "http" or scope["path"] != self.path:
             await self.app(scope, receive, send)
             return
         if self.state.closing:
-            await _jsonrpc_refusal(send, 503, "velesdb-memory is shutting down: the call was not "
-                                   "run; retry once the daemon is back")
+            await jsonrpc_refusal(send, 503, "velesdb-memory is shutting down: the call was not "
+                                  "run; retry once the daemon is back")
+            return
+        if scope["method"] != "POST":  # GET streams and DELETEs do not hold the shutdown
+            await self.app(scope, receive, send)
             return
         self.state.in_flight += 1
         try:

@@ -1,35 +1,67 @@
-"""uvicorn, with a shutdown that drains: on SIGTERM/SIGINT stop accepting, let in-flight MCP calls
-finish, end idle sessions, then stop — and return to the caller, which closes the store."""
+"""uvicorn, run our way: guarded connections, a TLS context renewed in place, and an orderly stop.
+
+On SIGTERM/SIGINT: mark the drain first (new calls get a worded 503 while the socket still
+listens), let in-flight MCP calls finish and connections that just opened send their request (it
+is refused in words too), then stop listening, end the sessions, close the
+connections (without waiting on clients that never answer TLS close_notify), and return to the
+caller, which closes the store.
+"""
 
 from __future__ import annotations
 
+import logging
+
 import asyncio
 import contextlib
+import gc
 import signal
 import socket
+import ssl
 import sys
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import uvicorn
+from sse_starlette.sse import AppStatus
 from starlette.applications import Starlette
+from uvicorn.server import STARTUP_FAILURE
 
+from velesmem import limits
 from velesmem.daemon.app import McpHandle
-from velesmem.daemon.tls import TlsFiles
+from velesmem.daemon.connections import ConnectionPolicy, ConnectionTable, GuardedH11Protocol
+from velesmem.daemon.renewal import LeafRenewer
 from velesmem.errors import Internal
 
-DRAIN_TIMEOUT_S = 30.0  # longest wait for in-flight calls after SIGTERM/SIGINT
-GRACEFUL_CLOSE_S = 5.0  # then uvicorn's own wait for connections to close
-DRAIN_POLL_S = 0.02
+log = logging.getLogger("velesmem.daemon")
+
+POLL_S = 0.02
 
 
-class _DrainingServer(uvicorn.Server):
-    """uvicorn, but a signal first drains in-flight MCP calls, and is not re-raised afterwards
-    (so the caller still closes the store cleanly)."""
+@dataclass(frozen=True)
+class ServeTls:
+    """The live server context and what keeps its leaf fresh."""
 
-    def __init__(self, config: uvicorn.Config, handle: McpHandle) -> None:
+    context: ssl.SSLContext
+    renewer: LeafRenewer
+
+
+def _say(line: str) -> None:
+    """A lifecycle line for the daemon log (through logging, as every message)."""
+    log.info(line)
+
+
+class _DaemonServer(uvicorn.Server):
+    """uvicorn with our connection protocol, our TLS context, the leaf renewer, and a shutdown that
+    drains before it closes (a signal is not re-raised, so the caller still closes the store)."""
+
+    def __init__(self, config: uvicorn.Config, handle: McpHandle, table: ConnectionTable,
+                 tls: ServeTls | None) -> None:
         super().__init__(config)
         self.handle = handle
+        self.table = table
+        self.tls = tls
+        self._renewing: asyncio.Task[None] | None = None
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -43,34 +75,109 @@ class _DrainingServer(uvicorn.Server):
             for sig, handler in originals.items():
                 signal.signal(sig, handler)
 
-    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        for server in getattr(self, "servers", []):
-            server.close()
-        drain = self.handle.drain
-        drain.closing = True
-        self.handle.runtime.drain()
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await self.lifespan.startup()
+        if self.lifespan.should_exit:
+            sys.exit(STARTUP_FAILURE)
+        # Everything built so far lives as long as the process: freeze it, so the collections
+        # after large bodies (bodies.py) only walk what requests allocated.
+        gc.collect()
+        gc.freeze()
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + DRAIN_TIMEOUT_S
+        timeout_s = self.table.policy.request_timeout_s
+
+        def protocol() -> GuardedH11Protocol:
+            return GuardedH11Protocol(config=self.config, server_state=self.server_state,
+                                      app_state=self.lifespan.state, table=self.table)
+
+        tls_options = {} if self.tls is None else {
+            "ssl": self.tls.context, "ssl_handshake_timeout": timeout_s,
+            "ssl_shutdown_timeout": float(limits.HTTP_TLS_SHUTDOWN_SECONDS),
+        }
+        self.servers = [
+            await loop.create_server(protocol, sock=sock, backlog=self.config.backlog, **tls_options)
+            for sock in sockets or []
+        ]
+        if self.tls is not None:
+            self._renewing = asyncio.create_task(self.tls.renewer.run(), name="velesmem-leaf-renewal")
+        self.started = True
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        loop = asyncio.get_running_loop()
+        drain = self.handle.drain
+        drain.closing = True  # first: from here on a new call is refused in words, not by a closed port
+        self.handle.runtime.drain()
         if drain.in_flight:
-            print(f"[velesdb-memory] draining {drain.in_flight} in-flight call(s)…", file=sys.stderr, flush=True)
-        while drain.in_flight and loop.time() < deadline:
-            await asyncio.sleep(DRAIN_POLL_S)
-        await self.handle.terminate_sessions()
-        await super().shutdown(sockets)
+            _say(f"draining {drain.in_flight} in-flight call(s)…")
+        deadline = loop.time() + limits.HTTP_DRAIN_SECONDS
+        while loop.time() < deadline and (
+            drain.in_flight or not self.table.settled(loop.time() - limits.HTTP_DRAIN_QUIET_SECONDS)
+        ):
+            await asyncio.sleep(POLL_S)
+        AppStatus.should_exit = True  # only now may sse-starlette end the streams still open
+        for server in self.servers:
+            server.close()
+        if self._renewing is not None:
+            self._renewing.cancel()
+        await self.handle.terminate_sessions()  # ends GET streams, which would otherwise stay open
+        for connection in list(self.server_state.connections):
+            connection.shutdown()  # idle ones close now, busy ones after their response
+        await self._close_connections(loop.time() + limits.HTTP_CLOSE_SECONDS)
+        await self.lifespan.shutdown()
+
+    async def _close_connections(self, deadline: float) -> None:
+        """Wait for responses in progress; drop connections that only wait for the client's TLS
+        close_notify (an idle client never sends it) once our last bytes are handed over."""
+        loop = asyncio.get_running_loop()
+        while True:
+            connections = list(self.server_state.connections)
+            for connection in connections:
+                transport = connection.transport
+                if transport.is_closing() and _flushed(transport):
+                    transport.abort()
+            busy = [c for c in connections if not c.transport.is_closing()]
+            if not busy and not self.server_state.tasks:
+                break
+            if loop.time() > deadline:
+                for task in list(self.server_state.tasks):
+                    task.cancel()
+                for connection in connections:
+                    connection.transport.abort()
+                break
+            await asyncio.sleep(POLL_S)
+        for server in self.servers:
+            await server.wait_closed()
 
 
-def run_app(app: Starlette, handle: McpHandle, sock: socket.socket, tls: TlsFiles | None) -> None:
+def _flushed(transport: asyncio.BaseTransport) -> bool:
+    """Nothing of ours is left in the transport's buffers."""
+    try:
+        return not transport.get_write_buffer_size()  # type: ignore[attr-defined]
+    except AttributeError:  # asyncio already detached the TLS layer: nothing left to send
+        return True
+
+
+def run_app(
+    app: Starlette,
+    handle: McpHandle,
+    sock: socket.socket,
+    *,
+    tls: ServeTls | None,
+    policy: ConnectionPolicy,
+    keep_alive_s: float = float(limits.HTTP_KEEP_ALIVE_SECONDS),
+) -> None:
     """Serve ``app`` on the already-bound ``sock`` until a signal; TLS from ``tls`` unless None."""
     config = uvicorn.Config(
         app,
         lifespan="on",
         log_level="warning",
         access_log=False,
-        timeout_graceful_shutdown=GRACEFUL_CLOSE_S,
-        ssl_certfile=None if tls is None else str(tls.leaf_cert),
-        ssl_keyfile=None if tls is None else str(tls.leaf_key),
+        timeout_keep_alive=keep_alive_s,  # type: ignore[arg-type]  # uvicorn only passes it to call_later
     )
-    server = _DrainingServer(config, handle)
+    # sse-starlette ends every SSE response as soon as uvicorn sees the signal — the answers of the
+    # calls in flight included (legacy clients get them as SSE). The drain above decides instead.
+    AppStatus.disable_automatic_graceful_drain()
+    server = _DaemonServer(config, handle, ConnectionTable(policy), tls)
     server.run(sockets=[sock])
     if not server.started:
         raise Internal("the HTTP server failed to start (see the messages above)")

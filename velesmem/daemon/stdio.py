@@ -3,13 +3,16 @@ parent process dies (an orphaned stdio server would hold the store lock forever)
 
 from __future__ import annotations
 
+import logging
+
 import os
-import sys
 import threading
 from collections.abc import Callable
 
 from velesmem.config import Settings
 from velesmem.errors import StoreLocked
+
+log = logging.getLogger("velesmem.daemon")
 
 WATCHDOG_INTERVAL_S = 1.0
 
@@ -49,7 +52,7 @@ def serve_stdio(settings: Settings) -> int:
         return run_stdio_proxy(settings)
 
     def orphaned() -> None:
-        print("[velesdb-memory] parent process exited; closing the store", file=sys.stderr, flush=True)
+        log.info("parent process exited; closing the store")
         try:
             runtime.close()
         finally:

@@ -2,7 +2,8 @@
 
 The CA (ECDSA P-256, CN "VelesDB Memory Local CA", 10 years) is created once in the TLS dir and
 never regenerated: clients trust it once. A fresh 30-day leaf for localhost/127.0.0.1/::1, signed by
-it and backdated one hour against clock skew, is issued at every daemon start.
+it and backdated one hour against clock skew, is issued at every daemon start, and again by the
+running daemon before it expires (``renew_leaf``; see ``renewal.py``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ DIR_MODE = 0o700
 KEY_MODE = 0o600
 CERT_MODE = 0o644
 LEAF_BACKDATE = dt.timedelta(hours=1)
+LEAF_LIFETIME = dt.timedelta(days=limits.LEAF_CERT_DAYS)
 
 
 @dataclass(frozen=True)
@@ -56,17 +58,43 @@ def tls_files(tls_dir: Path) -> TlsFiles:
     )
 
 
-def prepare_tls(tls_dir: Path, *, now: dt.datetime | None = None) -> TlsFiles:
+def prepare_tls(
+    tls_dir: Path, *, now: dt.datetime | None = None, leaf_lifetime: dt.timedelta = LEAF_LIFETIME
+) -> TlsFiles:
     """Ensure the CA exists (creating it only the first time) and issue a fresh leaf."""
     now = now or dt.datetime.now(dt.timezone.utc)
     files = tls_files(tls_dir)
     _ensure_dir(tls_dir)
     ca_cert, ca_key = _load_or_create_ca(files, now)
-    leaf_key = ec.generate_private_key(ec.SECP256R1())
-    leaf_cert = _issue_leaf(ca_cert, ca_key, leaf_key, now)
-    _write(files.leaf_key, _key_pem(leaf_key), KEY_MODE)
-    _write(files.leaf_cert, leaf_cert.public_bytes(serialization.Encoding.PEM), CERT_MODE)
+    _write_leaf(files, ca_cert, ca_key, now, leaf_lifetime)
     return files
+
+
+def renew_leaf(
+    files: TlsFiles, *, now: dt.datetime | None = None, leaf_lifetime: dt.timedelta = LEAF_LIFETIME
+) -> dt.datetime:
+    """Issue a fresh leaf signed by the existing CA (never creating a CA); return when it expires."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    ca_cert, ca_key = _load_ca(files)
+    return _write_leaf(files, ca_cert, ca_key, now, leaf_lifetime)
+
+
+def leaf_expiry(files: TlsFiles) -> dt.datetime:
+    """When the leaf on disk stops being valid (UTC)."""
+    try:
+        cert = x509.load_pem_x509_certificate(files.leaf_cert.read_bytes())
+    except (OSError, ValueError) as exc:
+        raise Internal(f"cannot read the TLS leaf {files.leaf_cert}: {exc}") from None
+    return cert.not_valid_after_utc
+
+
+def server_ssl_context(files: TlsFiles) -> ssl.SSLContext:
+    """The daemon's TLS context, serving the current leaf. ``load_cert_chain`` on this same live
+    context swaps the leaf: new handshakes get the new one, open connections keep theirs."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.load_cert_chain(files.leaf_cert, files.leaf_key)
+    return ctx
 
 
 def client_ssl_context(ca_cert: Path) -> ssl.SSLContext:
@@ -139,11 +167,27 @@ def _issue_ca(key: ec.EllipticCurvePrivateKey, now: dt.datetime) -> x509.Certifi
     )
 
 
+def _write_leaf(
+    files: TlsFiles,
+    ca_cert: x509.Certificate,
+    ca_key: ec.EllipticCurvePrivateKey,
+    now: dt.datetime,
+    lifetime: dt.timedelta,
+) -> dt.datetime:
+    leaf_key = ec.generate_private_key(ec.SECP256R1())
+    leaf_cert = _issue_leaf(ca_cert, ca_key, leaf_key, now, lifetime)
+    # Key first, then cert: each replace is atomic, and a reader loads both only after this returns.
+    _write(files.leaf_key, _key_pem(leaf_key), KEY_MODE)
+    _write(files.leaf_cert, leaf_cert.public_bytes(serialization.Encoding.PEM), CERT_MODE)
+    return leaf_cert.not_valid_after_utc
+
+
 def _issue_leaf(
     ca_cert: x509.Certificate,
     ca_key: ec.EllipticCurvePrivateKey,
     leaf_key: ec.EllipticCurvePrivateKey,
     now: dt.datetime,
+    lifetime: dt.timedelta,
 ) -> x509.Certificate:
     sans: list[x509.GeneralName] = [x509.DNSName(n) for n in LEAF_DNS_NAMES]
     sans += [x509.IPAddress(ipaddress.ip_address(a)) for a in LEAF_IP_ADDRESSES]
@@ -154,7 +198,7 @@ def _issue_leaf(
         .public_key(leaf_key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - LEAF_BACKDATE)
-        .not_valid_after(now + dt.timedelta(days=limits.LEAF_CERT_DAYS))
+        .not_valid_after(now + lifetime)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(
             x509.KeyUsage(

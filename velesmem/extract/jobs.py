@@ -60,11 +60,13 @@ class ExtractionService:
 
     # --- the tools ---------------------------------------------------------------------------
     def remember_extracted(self, text: Any, metadata: Any = None, extractor: Any = None,
-                           idempotency_key: Any = None) -> dict[str, Any]:
-        """Validate and record a job; return its receipt ``{request_id, state, reused}``."""
+                           idempotency_key: Any = None, *,
+                           author: str | None = None) -> dict[str, Any]:
+        """Validate and record a job; return its receipt ``{request_id, state, reused}``. The
+        caller's ``author`` (token name) goes into the metadata of every extracted fact."""
         passage = validate.text(text, "text", limits.MAX_FACT_BYTES)
         now = float(self._clock())
-        _, meta_json = validate.metadata(metadata, today=self._today(now))
+        _, meta_json = validate.metadata(metadata, today=self._today(now), author=author)
         name = self._extractor_name(extractor)
         request = {"text": passage, "metadata": json.loads(meta_json), "extractor": name}
         fingerprint = _sha256(validate.dumps(request))

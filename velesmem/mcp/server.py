@@ -25,6 +25,15 @@ INSTRUCTIONS = (
 
 DEFAULT_ORDER = 100
 
+# FastMCP registers handlers for prompts and resources on every server, and the SDK advertises a
+# capability for each registered handler. velesmem serves tools only, so it drops them: the
+# initialize result then advertises only what is served, and these methods answer "method not found".
+UNSERVED_METHODS = (
+    "prompts/list", "prompts/get",
+    "resources/list", "resources/templates/list", "resources/read",
+    "resources/subscribe", "resources/unsubscribe",
+)
+
 
 def tool_modules() -> list[ModuleType]:
     """Every module of ``velesmem.mcp.tools`` that defines ``register``.
@@ -57,4 +66,12 @@ def build_server(app: AppContext) -> FastMCP:
     quiet_expected_tool_errors()
     for module in tool_modules():
         module.register(mcp, app)
+    _serve_only_tools(mcp)
     return mcp
+
+
+def _serve_only_tools(mcp: FastMCP) -> None:
+    """Unregister the prompt and resource handlers (see ``UNSERVED_METHODS``)."""
+    handlers = mcp._mcp_server._request_handlers  # the SDK has no public remove
+    for method in UNSERVED_METHODS:
+        handlers.pop(method, None)

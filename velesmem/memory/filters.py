@@ -57,7 +57,7 @@ def exact(filter: object, *, allow_reserved: bool = False, where: str = "filter"
     cond = TRUE
     for key, value in filter.items():
         _check_key(key, where)
-        if not allow_reserved and validate.is_reserved(key):
+        if not allow_reserved and validate.is_hidden(key):
             raise InvalidInput(f"{where} key {key!r} is reserved and cannot be filtered on")
         cond = cond & _exact_one(key, value, where)
     return cond

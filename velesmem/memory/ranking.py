@@ -4,9 +4,9 @@ blend.
 For a query q and a candidate fact f (docs/ranking.md has the why and the LoCoMo figures):
 
     lex(f)   = bm25(q, f) / max over candidates bm25     in [0, 1]   (0 when no term matches)
-    fused(f) = w_vec * cos(q, f) + lex(f)               w_vec = 1 for a semantic embedder
-                                                          (the 1 : 1 of the calibration), 0.5
-                                                          for the hash embedder (LoCoMo-tuned)
+    fused(f) = w_vec * cos(q, f) + lex(f)               w_vec = 1.5 for a semantic embedder,
+                                                          0.5 for the hash one (both tuned on
+                                                          LoCoMo, docs/ranking.md)
     key(f)   = fused(f) * (1 + 0.5 * (2 * confidence(f) - 1))
 
 Candidates: the vector side's top ``depth`` (restricted to the filter) unioned with BM25's top
@@ -37,7 +37,7 @@ from velesmem.store.predicates import All
 # embedder's cosine without a shared word is bucket-collision noise, so its floor is high.
 HASH_SIMILARITY_FLOOR = 0.3
 SEMANTIC_SIMILARITY_FLOOR = 0.25
-SEMANTIC_VECTOR_WEIGHT = 1.0  # cosine : normalised BM25 = 1 : 1 (STACK_NOTES calibration)
+SEMANTIC_VECTOR_WEIGHT = 1.5  # cosine : normalised BM25, LoCoMo-tuned for local (docs/ranking.md)
 HASH_VECTOR_WEIGHT = 0.5  # LoCoMo-tuned, docs/ranking.md
 LEX_WEIGHT = 1.0
 MIN_CANDIDATES = 32

@@ -47,7 +47,7 @@ from velesmem.memory.results import (
     WhyNode,
     WhyResult,
 )
-from velesmem.store import ENTITY_HUB_KIND, FactWrite, Store, StoredFact
+from velesmem.store import FactWrite, Store, StoredFact
 from velesmem.store.predicates import All
 
 if TYPE_CHECKING:
@@ -134,15 +134,16 @@ class MemoryService:
 
     # --- writes ------------------------------------------------------------------------------
     def submit_remember(self, fact: str, links: list[dict] | None = None,
-                        metadata: dict | None = None,
-                        ttl_seconds: int | None = None) -> Future[RememberResult]:
-        """Validate and embed a fact, then hand it to the store (see ``remember``)."""
+                        metadata: dict | None = None, ttl_seconds: int | None = None, *,
+                        author: str | None = None) -> Future[RememberResult]:
+        """Validate and embed a fact, then hand it to the store (see ``remember``); ``author``
+        (the caller's token name) is recorded under ``_veles_author``."""
         content = validate.fact_text(fact)
         fid = fact_id(content)
         pairs = validate.links(links, fid)
         ttl = validate.ttl(ttl_seconds, self.settings.default_ttl)
         now = self.now()
-        _, meta_json = validate.metadata(metadata, today=self.today(now))
+        _, meta_json = validate.metadata(metadata, today=self.today(now), author=author)
         vector = self.embedder.embed([content])[0]
         write = FactWrite(to_i64(fid), content, meta_json, vector, now,
                           None if ttl is None else now + ttl,

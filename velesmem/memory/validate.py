@@ -14,6 +14,9 @@ from velesmem.errors import InvalidInput
 from velesmem.ids import parse_id
 
 DATE_KEY = "_veles_date"
+# The name of the bearer token whose request wrote the fact (docs/auth.md): set by the daemon,
+# refused from callers, shown (and filterable) on read.
+AUTHOR_KEY = "_veles_author"
 RESERVED_PREFIX = "_veles_"
 _FIELD = re.compile(r"[A-Za-z0-9_]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -24,9 +27,16 @@ def is_reserved(key: str) -> bool:
     return key == "content" or (key.startswith(RESERVED_PREFIX) and key != DATE_KEY)
 
 
+def is_hidden(key: str) -> bool:
+    """Keys recall and list_memories leave out: the reserved ones except ``_veles_author``,
+    which is read-only (shown and filterable, never written by a caller)."""
+    return is_reserved(key) and key != AUTHOR_KEY
+
+
 def visible_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
-    """Metadata as recall shows it: reserved keys stripped, ``_veles_date`` kept."""
-    return {k: v for k, v in metadata.items() if not is_reserved(k)}
+    """Metadata as recall shows it: reserved keys stripped, ``_veles_date`` and
+    ``_veles_author`` kept."""
+    return {k: v for k, v in metadata.items() if not is_hidden(k)}
 
 
 def dumps(value: Any) -> str:
@@ -116,9 +126,11 @@ def ttl(value: object, default: int | None) -> int | None:
     return value
 
 
-def metadata(value: object, *, today: int) -> tuple[dict[str, Any], str]:
-    """User metadata checked (object, reserved keys, size, ``_veles_date``) and auto-dated;
-    returns it with its canonical JSON."""
+def metadata(value: object, *, today: int,
+             author: str | None = None) -> tuple[dict[str, Any], str]:
+    """User metadata checked (object, reserved keys, size, ``_veles_date``), auto-dated and,
+    when the caller authenticated with a token, stamped with its ``author``; returns it with its
+    canonical JSON."""
     if value is None:
         value = {}
     if not isinstance(value, dict):
@@ -133,6 +145,8 @@ def metadata(value: object, *, today: int) -> tuple[dict[str, Any], str]:
     # An explicit date is always respected, even one that is no YYYYMMDD integer (it then never
     # matches a numeric date range).
     out.setdefault(DATE_KEY, today)
+    if author is not None:
+        out[AUTHOR_KEY] = author
     try:
         encoded = dumps(out)
     except (TypeError, ValueError) as exc:
@@ -202,7 +216,7 @@ def field_name(value: object, where: str) -> str:
                            f"got {value!r}")
     if len(value) > limits.MAX_FIELD_NAME_BYTES:
         raise InvalidInput(f"{where} is over the {limits.MAX_FIELD_NAME_BYTES}-byte cap")
-    if is_reserved(value):
+    if is_hidden(value):
         raise InvalidInput(f"{where} {value!r} is reserved and cannot be filtered on")
     return value
 

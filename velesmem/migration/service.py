@@ -33,7 +33,6 @@ from velesmem.migration.job import (
     CUTTING_OVER,
     DEFAULTS,
     KIND,
-    RESUMABLE,
     TERMINAL,
     MigrationJob,
     empty_progress,
@@ -304,7 +303,9 @@ class MigrationService:
             if job.cancellation_requested:
                 self._finish_cancel(job)
                 return
-            self._hook(job.phase, stop)
+            self._hook(job, stop)
+            if job.cancellation_requested:
+                continue
             if job.phase in ("prepared", "capturing"):
                 if job.phase == "prepared":
                     self.store.start_journal(job.epoch_id,
@@ -321,11 +322,14 @@ class MigrationService:
             else:
                 return
 
-    def _hook(self, phase: str, stop: threading.Event) -> None:
-        if os.environ.get(PAUSE_ENV) == phase:
-            log.info("migration held in %s (test hook)", phase)
+    def _hook(self, job: MigrationJob, stop: threading.Event) -> None:
+        """Tests: hold the worker in the phase PAUSE_ENV names, until the Runtime stops (then
+        the job is left as a crash would leave it) or the job is cancelled."""
+        if os.environ.get(PAUSE_ENV) == job.phase:
+            log.info("migration held in %s (test hook)", job.phase)
             while not stop.wait(0.05):
-                pass
+                if job.cancellation_requested:
+                    return
             raise _Stopped
 
     def _embed(self, texts: list[str]) -> np.ndarray:
@@ -402,7 +406,7 @@ class MigrationService:
         budget_s = job.pause_budget_ms / 1000
         job.phase = "quiescing"
         self._save(job)
-        self._hook("quiescing", stop)
+        self._hook(job, stop)
         flipped = False
         with self._pause(min(budget_s, limits.MIGRATION_PAUSE_WAIT_MS / 1000)) as paused:
             started = time.perf_counter()
@@ -433,7 +437,7 @@ class MigrationService:
                               "drain within pause_budget_ms; catching up again")
             self._save(job)
             return
-        self._hook("activated", stop)
+        self._hook(job, stop)
         self._complete(job)
 
     def _complete(self, job: MigrationJob) -> None:

@@ -39,7 +39,7 @@ def diagnose(host: Host, port: int, tls_dir: str, store: str | None = None) -> l
     status = health.check_health("127.0.0.1", port, ca)
     checks.append(_daemon(status, port, ca, tls_dir))
     if status.ok:
-        checks.append(_memory(url, ca, status.store or store))
+        checks.append(_memory(url, ca, status.store or store, host.env.get("VELESDB_MEMORY_AUTH_TOKEN", "")))
         if store and status.store and Path(status.store) != Path(store).resolve():
             checks.append(Check(WARN, f"the daemon serves {status.store}, but this machine's settings name "
                                 f"{store}: a stdio client would open that one instead of attaching",
@@ -82,11 +82,11 @@ def _daemon(status: health.Health, port: int, ca: str, tls_dir: str) -> Check:
                  f"is port {port} another program? velesdb-memory service install --port <other>")
 
 
-def _memory(url: str, ca: str, store: str | None) -> Check:
+def _memory(url: str, ca: str, store: str | None, token: str = "") -> Check:
     from velesmem.service.mcpprobe import McpProbeError, call_tool
 
     try:
-        status = call_tool(url, ca, "memory_status")
+        status = call_tool(url, ca, "memory_status", token=token)
     except (McpProbeError, OSError, ValueError) as exc:
         return Check(WARN, f"memory_status over MCP failed: {exc}", "see the daemon's log")
     emb = status.get("embedder") or {}

@@ -36,9 +36,13 @@ def _message(response: httpx.Response, want_id: int) -> dict[str, Any]:
     return response.json()
 
 
-def call_tool(url: str, ca_cert: str, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The structured result of one tool call, over a fresh session verified against ``ca_cert``."""
+def call_tool(url: str, ca_cert: str, tool: str, arguments: dict[str, Any] | None = None,
+              token: str = "") -> dict[str, Any]:
+    """The structured result of one tool call, over a fresh session verified against ``ca_cert``
+    (sending ``token`` as a bearer token when given)."""
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
     context = ssl.create_default_context(cafile=ca_cert)
     with httpx.Client(verify=context, timeout=TIMEOUT_S) as client:
         init = client.post(url, headers=headers, json={

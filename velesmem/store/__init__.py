@@ -27,6 +27,8 @@ from velesmem.store.protocol import (
     Space,
     Store,
     StoredFact,
+    TokenRecord,
+    TokenStore,
     WarmProgress,
 )
 
@@ -59,6 +61,18 @@ def open_store(settings: Settings, identity: Identity | None, now: float) -> Sto
     return load(settings.backend)(settings, identity, now)
 
 
+def open_token_store(settings: Settings, now: float) -> TokenStore:
+    """The token table of the configured store, for ``velesdb-memory token``: usable while a
+    daemon serves the store (with SQLite, a connection of its own beside the daemon's; with
+    PostgreSQL, the store itself, which many processes share). Close it when done."""
+    if settings.backend == "sqlite":
+        from velesmem.store.sqlite.tokens import open_tokens
+
+        return open_tokens(settings.path, now)
+    return open_store(settings, None, now)
+
+
 __all__ = ["BACKENDS", "ENTITY_HUB_KIND", "HUB_NAME_KEY", "HUB_SOURCE_KEY", "TERMINAL_STATES",
            "Counts", "Edge", "FactWrite", "GraphWrite", "HubWrite", "Identity", "Job", "Problem",
-           "Space", "Store", "StoredFact", "WarmProgress", "load", "open_store"]
+           "Space", "Store", "StoredFact", "TokenRecord", "TokenStore", "WarmProgress", "load",
+           "open_store", "open_token_store"]

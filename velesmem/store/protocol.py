@@ -171,7 +171,42 @@ class WarmProgress:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-class Store(Protocol):
+@dataclass(frozen=True)
+class TokenRecord:
+    """A bearer token as stored: its name (the author of its writes), the SHA-256 hex digest
+    of the token (the token itself is never stored), and when it was created and revoked."""
+
+    name: str
+    digest: str = field(repr=False)
+    created_at: float
+    revoked_at: float | None = None
+
+    @property
+    def live(self) -> bool:
+        return self.revoked_at is None
+
+
+class TokenStore(Protocol):
+    """The bearer tokens a daemon accepts (``velesmem.daemon.auth``). Each write has committed
+    when it returns. ``velesdb-memory token`` changes them while a daemon serves the store, and
+    the daemon looks each request's token up, so a revocation holds at once."""
+
+    def put_token(self, name: str, digest: str, now: float) -> TokenRecord:
+        """Record a live token; InvalidInput when a live token already has ``name``."""
+
+    def tokens(self) -> list[TokenRecord]:
+        """Every token, live and revoked, oldest first."""
+
+    def revoke_token(self, name: str, now: float) -> TokenRecord | None:
+        """Revoke the live token named ``name``; None when there is none."""
+
+    def find_token_by_hash(self, digest: str) -> TokenRecord | None:
+        """The token whose digest is ``digest``, live or revoked (None: unknown)."""
+
+    def close(self) -> None: ...
+
+
+class Store(TokenStore, Protocol):
     """One open store. Every method is safe to call from several threads."""
 
     backend: str  # "sqlite", "postgres"

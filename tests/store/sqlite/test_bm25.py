@@ -55,3 +55,18 @@ def test_doc_lengths_follow_new_rows_and_reload_on_a_new_generation(mem: MemoryS
     assert lengths.get(conn, both, 0).tolist() == [10.0, 2.0]  # fetched on demand
     assert lengths.get(conn, both, 1).tolist() == [10.0, 2.0]  # reloaded whole
     assert lengths.get(conn, np.asarray([12345], dtype=np.int64), 1).tolist() == [0.0]
+
+
+def test_the_length_normalisation_is_a_parameter(mem: MemoryService) -> None:
+    """``b`` weighs a fact's length: at 0 a short and a long fact with the term once score the
+    same; at FTS5's 0.75 the short one wins."""
+    short = to_i64(mem.remember("kafka").id)
+    long = to_i64(mem.remember("kafka and many more words in a much longer fact").id)
+    conn = mem.store.reader()
+    stems = bounded_stems(conn, ["kafka"], TermStats())[0][1]
+    ids, flat = bm25.scores(conn, list(stems), bm25.DocLengths(), 0, b=0.0)
+    got = dict(zip(ids.tolist(), flat.tolist()))
+    assert abs(got[short] - got[long]) < 1e-12
+    ids, normed = bm25.scores(conn, list(stems), bm25.DocLengths(), 0)
+    got = dict(zip(ids.tolist(), normed.tolist()))
+    assert got[short] > got[long]

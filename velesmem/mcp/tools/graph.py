@@ -10,6 +10,7 @@ from pydantic import Field
 from velesmem import limits
 from velesmem.mcp.annotations import READ, WRITE
 from velesmem.mcp.app import AppContext
+from velesmem.mcp.author import request_author
 from velesmem.mcp.wire import OptObject, OptString, optional
 
 Result = dict[str, Any]
@@ -36,8 +37,10 @@ def register(mcp: FastMCP, app: AppContext) -> None:
         idempotency_key: Annotated[OptString, optional(f"Retry key, at most {limits.MAX_IDEMPOTENCY_KEY_BYTES} bytes: the same key and payload reuse one job; the same key with another payload is refused.")],
     ) -> Result:
         """Durably accept a passage for background extraction and return before any model call: atomic facts are stored and the fact-topic graph is built, so why connects them with no relate. You are a model: write the directives yourself and send them with extractor "outline" — one per line: `fact: text | topic, topic`, `edge: subject | predicate | object`, `attr: entity | key | <JSON value>`; any other line is a fact with no topics. Returns { request_id, state, reused }; poll extraction_status with request_id."""
+        author = request_author()
         return await rt.run(lambda: rt.extraction.remember_extracted(
-            text, metadata=metadata, extractor=extractor, idempotency_key=idempotency_key))
+            text, metadata=metadata, extractor=extractor, idempotency_key=idempotency_key,
+            author=author))
 
     @mcp.tool(annotations=READ)
     async def extraction_status(

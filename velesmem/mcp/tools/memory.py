@@ -15,6 +15,7 @@ from velesmem import limits
 from velesmem.mcp.aliases import deprecated_alias
 from velesmem.mcp.annotations import CUMULATIVE, DELETE, READ, WRITE
 from velesmem.mcp.app import AppContext
+from velesmem.mcp.author import request_author
 from velesmem.mcp.wire import (
     Boolean,
     Id,
@@ -115,9 +116,10 @@ def register(mcp: FastMCP, app: AppContext) -> None:
     async def remember(fact: Fact, links: Links, metadata: Metadata, ttl_seconds: TtlSeconds) -> Result:
         """Store a fact in durable local memory. Returns { id, id_str }; the id is derived from the text, so re-remembering identical text updates it in place."""
         plain = None if links is None else [{"target": l.target, "relation": l.relation} for l in links]
+        author = request_author()
         await rt.ready()
         result = await rt.write(memory.submit_remember, fact, links=plain, metadata=metadata,
-                                ttl_seconds=ttl_seconds)
+                                ttl_seconds=ttl_seconds, author=author)
         return result.to_dict()
 
     @mcp.tool(annotations=READ)

@@ -38,6 +38,7 @@ from velesmem.store.protocol import (
     Problem,
     Space,
     StoredFact,
+    TokenRecord,
     WarmProgress,
 )
 from velesmem.store.sqlite import spaces, writes
@@ -146,6 +147,7 @@ class SqliteStore:
         self._journal_max = int(row[0]) if row else 0
         self._journal_bytes = _journal_bytes(conn) if self._journal_epoch else 0
         self.building_index: VectorIndex | None = None
+        self._token_table: Any = None  # SqliteTokens, opened at first use
 
     # --- opening -----------------------------------------------------------------------------
     @classmethod
@@ -276,6 +278,8 @@ class SqliteStore:
             for conn in self._readers:
                 conn.close()
             self._readers.clear()
+        if self._token_table is not None:
+            self._token_table.close()
         if not self.readonly:
             try:
                 self._write_conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -284,6 +288,29 @@ class SqliteStore:
         self._write_conn.close()
         if self._lock is not None:
             self._lock.release()
+
+    # --- bearer tokens: their own connection (velesmem.store.sqlite.tokens) -------------------
+    def _tokens(self) -> Any:
+        with self._readers_lock:
+            if self._token_table is None:
+                if self._closed:
+                    raise Internal("the store is closed")
+                from velesmem.store.sqlite.tokens import SqliteTokens
+
+                self._token_table = SqliteTokens(self.db_path, self.directory)
+            return self._token_table
+
+    def put_token(self, name: str, digest: str, now: float) -> TokenRecord:
+        return self._tokens().put_token(name, digest, now)
+
+    def tokens(self) -> list[TokenRecord]:
+        return self._tokens().tokens()
+
+    def revoke_token(self, name: str, now: float) -> TokenRecord | None:
+        return self._tokens().revoke_token(name, now)
+
+    def find_token_by_hash(self, digest: str) -> TokenRecord | None:
+        return self._tokens().find_token_by_hash(digest)
 
     # --- writer-thread helpers (used by the write jobs) --------------------------------------
     def next_seq(self) -> int:
@@ -505,7 +532,6 @@ class SqliteStore:
         return spaces.vector_count(self.reader(), space)
 
     def facts_after(self, after: int | None, limit: int, now: float) -> list[tuple[int, str]]:
-        # From the start: id >= the smallest int64 (one below it does not fit SQLite's INTEGER).
         where, bound = ("id >= ?", _I64_MIN) if after is None else ("id > ?", after)
         return [(int(k), c) for k, c in self.reader().execute(
             f"SELECT id, content FROM facts WHERE kind IS NULL AND {LIVE} AND {where} "

@@ -19,7 +19,7 @@ from itertools import chain
 import numpy as np
 
 K1 = 1.2
-B = 0.75
+B = 0.75  # FTS5's own length normalisation (``scores`` takes another: see text.BM25_B)
 IDF_FLOOR = 1e-6
 FTS_TABLE = "facts_fts"
 AVERAGES_ROWID = 1  # FTS5's record of the row count and the token count per column
@@ -124,18 +124,19 @@ def ensure_views(conn: sqlite3.Connection) -> None:
 
 
 def scores(conn: sqlite3.Connection, stems: list[str], lengths: DocLengths,
-           generation: int) -> tuple[np.ndarray, np.ndarray]:
+           generation: int, *, k1: float = K1, b: float = B) -> tuple[np.ndarray, np.ndarray]:
     """(rowids ascending, bm25 > 0) of every row holding one of ``stems``, each stem one
-    single-token phrase of an OR query (a stem given twice counts twice, as in FTS5)."""
+    single-token phrase of an OR query (a stem given twice counts twice, as in FTS5); with the
+    default ``k1``/``b``, FTS5's own bm25()."""
     conn.execute("BEGIN")  # one snapshot: totals, postings and lengths must agree
     try:
-        return _scores(conn, stems, lengths, generation)
+        return _scores(conn, stems, lengths, generation, k1, b)
     finally:
         conn.execute("COMMIT")
 
 
 def _scores(conn: sqlite3.Connection, stems: list[str], lengths: DocLengths,
-            generation: int) -> tuple[np.ndarray, np.ndarray]:
+            generation: int, k1: float, b: float) -> tuple[np.ndarray, np.ndarray]:
     row = conn.execute(f"SELECT block FROM {FTS_TABLE}_data WHERE id = ?",
                        (AVERAGES_ROWID,)).fetchone()
     if row is None or not stems:
@@ -165,7 +166,7 @@ def _scores(conn: sqlite3.Connection, stems: list[str], lengths: DocLengths,
     uniq, inverse = np.unique(docs, return_inverse=True)
     dl = lengths.get(conn, uniq, generation)[inverse]
     tf = np.concatenate(parts_tf).astype(np.float64)
-    part = np.concatenate(parts_idf) * (tf * (K1 + 1.0)) / (tf + K1 * (1.0 - B + B * dl / avgdl))
+    part = np.concatenate(parts_idf) * (tf * (k1 + 1.0)) / (tf + k1 * (1.0 - b + b * dl / avgdl))
     total = np.zeros(len(uniq), dtype=np.float64)
     np.add.at(total, inverse, part)
     return uniq, total

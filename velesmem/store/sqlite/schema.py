@@ -158,6 +158,21 @@ def _v6_migration_journal(conn: sqlite3.Connection) -> None:
     """)
 
 
+def _v7_auth_tokens(conn: sqlite3.Connection) -> None:
+    # Bearer tokens the daemon accepts (velesmem/daemon/auth.py): the SHA-256 of each token,
+    # never the token itself. At most one live token per name; revoked ones stay, for the audit.
+    _run(conn, """
+        CREATE TABLE auth_tokens (
+            id          INTEGER PRIMARY KEY AUTOINCREMENT,
+            name        TEXT NOT NULL,
+            digest      TEXT NOT NULL UNIQUE,
+            created_at  REAL NOT NULL,
+            revoked_at  REAL
+        );
+        CREATE UNIQUE INDEX auth_tokens_live_name ON auth_tokens(name) WHERE revoked_at IS NULL
+    """)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial: facts, edges, meta, FTS5 over user facts", _v1_initial),
     Migration(2, "vectors moved to their own table", _v2_vectors_apart),
@@ -168,6 +183,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "jobs: durable background work", _v5_jobs),
     Migration(6, "migration_journal: writes made while an embedding migration runs",
               _v6_migration_journal),
+    Migration(7, "auth_tokens: hashed bearer tokens, one live token per name", _v7_auth_tokens),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -1,0 +1,95 @@
+"""Stopping is quick and orderly: SIGTERM marks the drain first (new calls are refused in words
+while the socket still listens), lets the call in flight finish, then closes — and a daemon with
+only idle clients exits well within two seconds."""
+
+from __future__ import annotations
+
+import json
+import signal
+import ssl
+import time
+from collections.abc import Callable
+
+import httpx
+import pytest
+from daemon_helpers import ACCEPT, LEGACY_INIT, Daemon, open_session, session_headers, tls_socket, wait_for
+
+pytestmark = [pytest.mark.integration]
+
+IDLE_EXIT_S = 2.0
+
+
+def _request_head(daemon: Daemon, method: str, headers: dict[str, str], length: int | None = None) -> bytes:
+    lines = [f"{method} /mcp HTTP/1.1", f"Host: 127.0.0.1:{daemon.port}"]
+    lines += [f"{k}: {v}" for k, v in headers.items()]
+    if length is not None:
+        lines += ["Content-Type: application/json", f"Content-Length: {length}"]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+def _read_until(sock: ssl.SSLSocket, marker: bytes, deadline_s: float = 15) -> bytes:
+    data = b""
+    end = time.monotonic() + deadline_s
+    while marker not in data:
+        assert time.monotonic() < end, data[-500:]
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def test_sigterm_refuses_new_calls_in_words_while_an_in_flight_call_finishes(
+    make_daemon: Callable[..., Daemon],
+) -> None:
+    daemon = make_daemon().start()
+    session_id = open_session(daemon)
+    call = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                       "params": {"name": "remember", "arguments": {"fact": "finished during the drain"}}}).encode()
+    with tls_socket(daemon) as in_flight:
+        in_flight.sendall(f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{daemon.port}\r\n\r\n".encode())
+        assert _read_until(in_flight, b"}").startswith(b"HTTP/1.1 200")  # the connection is up
+        # Half the body is sent: the call has reached the daemon and is in flight.
+        in_flight.sendall(_request_head(daemon, "POST", session_headers(session_id), len(call)) + call[:40])
+        assert daemon.proc is not None
+        daemon.proc.send_signal(signal.SIGTERM)
+
+        with httpx.Client(verify=daemon.ssl_context(), timeout=10) as fresh:
+            # Until the signal is handled a new call may still be served; then, on a new
+            # connection, it is refused with the documented words — never "connection refused".
+            refused = wait_for(lambda: (r := fresh.post(daemon.url, json=LEGACY_INIT, headers=ACCEPT))
+                               .status_code == 503 and r, 10, "the drain to refuse a new call")
+        assert "shutting down" in refused.json()["error"]["message"]
+        assert daemon.proc.poll() is None  # still draining: the call in flight holds it open
+
+        in_flight.sendall(call[40:])
+        answer = _read_until(in_flight, b'"id":7')
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:300]
+    assert b"id_str" in answer, answer[-500:]
+    assert daemon.proc.wait(30) == 0
+    assert "stopped; store closed" in daemon.output()
+
+
+def test_idle_daemon_exits_within_two_seconds_of_sigterm(make_daemon: Callable[..., Daemon]) -> None:
+    """Idle clients hold connections the way real ones do: an open GET stream, a keep-alive
+    connection after a request, and one that connected and sent nothing. None delays the exit
+    (an idle TLS client never answers close_notify, which used to cost the full grace period)."""
+    daemon = make_daemon().start()
+    session_id = open_session(daemon)
+    stream, keep_alive, silent = tls_socket(daemon), tls_socket(daemon), tls_socket(daemon)
+    try:
+        stream.sendall(_request_head(daemon, "GET", session_headers(session_id) | {"Accept": "text/event-stream"}))
+        assert _read_until(stream, b"\r\n\r\n").startswith(b"HTTP/1.1 200")
+        keep_alive.sendall(f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{daemon.port}\r\n\r\n".encode())
+        assert _read_until(keep_alive, b"}").startswith(b"HTTP/1.1 200")
+        assert daemon.proc is not None
+        started = time.monotonic()
+        daemon.proc.send_signal(signal.SIGTERM)
+        code = daemon.proc.wait(30)
+        took = time.monotonic() - started
+    finally:
+        for sock in (stream, keep_alive, silent):
+            sock.close()
+    assert code == 0, daemon.output()
+    assert took < IDLE_EXIT_S, took
+    assert "stopped; store closed" in daemon.output()

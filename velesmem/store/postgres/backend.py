@@ -61,6 +61,7 @@ from velesmem.store.protocol import (
     Problem,
     Space,
     StoredFact,
+    TokenRecord,
     WarmProgress,
 )
 
@@ -86,6 +87,13 @@ log = logging.getLogger(__name__)
 class _Conflict(Internal):
     """A transaction PostgreSQL aborted for a concurrent one (serialization, deadlock): it
     changed nothing and is retried."""
+
+
+_TOKEN_COLUMNS = "name, digest, created_at, revoked_at"
+
+
+def _token(row: tuple[Any, ...]) -> TokenRecord:
+    return TokenRecord(row[0], row[1], float(row[2]), None if row[3] is None else float(row[3]))
 
 
 def _lost(exc: psycopg.Error) -> bool:
@@ -272,6 +280,41 @@ class PostgresStore:
             return self._next_expiry
         self._next_expiry = None if row[0] is None else float(row[0])
         return self._next_expiry
+
+    # --- bearer tokens (every daemon on the database reads the same table) --------------------
+    def put_token(self, name: str, digest: str, now: float) -> TokenRecord:
+        with self._conn() as conn:
+            try:
+                conn.execute("INSERT INTO auth_tokens (name, digest, created_at) VALUES "
+                             "(%s, %s, %s)", (name, digest, now))
+            except pgerrors.UniqueViolation as exc:
+                if exc.diag.constraint_name != "auth_tokens_live_name":
+                    raise InvalidInput("a token with that digest is already recorded: create "
+                                       "a new token") from None
+                raise InvalidInput(
+                    f"a live token named {name!r} already exists: revoke it first "
+                    f"(velesdb-memory token revoke --name {name}) or pick another name"
+                ) from None
+        return TokenRecord(name, digest, now)
+
+    def tokens(self) -> list[TokenRecord]:
+        with self._conn() as conn:
+            rows = conn.execute(f"SELECT {_TOKEN_COLUMNS} FROM auth_tokens ORDER BY id"
+                                ).fetchall()
+        return [_token(r) for r in rows]
+
+    def revoke_token(self, name: str, now: float) -> TokenRecord | None:
+        with self._conn() as conn:
+            row = conn.execute(f"UPDATE auth_tokens SET revoked_at = %s WHERE name = %s AND "
+                               f"revoked_at IS NULL RETURNING {_TOKEN_COLUMNS}",
+                               (now, name)).fetchone()
+        return None if row is None else _token(row)
+
+    def find_token_by_hash(self, digest: str) -> TokenRecord | None:
+        with self._conn() as conn:
+            row = conn.execute(f"SELECT {_TOKEN_COLUMNS} FROM auth_tokens WHERE digest = %s",
+                               (digest,)).fetchone()
+        return None if row is None else _token(row)
 
     # --- embedding spaces --------------------------------------------------------------------
     def provenance(self) -> Identity | None:

@@ -214,6 +214,21 @@ def _v5_migration_journal(conn: Conn) -> None:
     """)
 
 
+def _v6_auth_tokens(conn: Conn) -> None:
+    # Bearer tokens the daemons accept (velesmem/daemon/auth.py): the SHA-256 of each token,
+    # never the token itself. At most one live token per name; revoked ones stay, for the audit.
+    _run(conn, """
+        CREATE TABLE auth_tokens (
+            id          bigserial PRIMARY KEY,
+            name        text NOT NULL,
+            digest      text NOT NULL UNIQUE,
+            created_at  double precision NOT NULL,
+            revoked_at  double precision
+        );
+        CREATE UNIQUE INDEX auth_tokens_live_name ON auth_tokens (name) WHERE revoked_at IS NULL
+    """)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial: facts, edges, meta, embedding spaces", _v1_initial),
     Migration(2, "fact_terms: full-text postings (lexeme, fact, tf, length) and corpus totals "
@@ -223,6 +238,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "jobs: durable background work, claimed by one daemon", _v4_jobs),
     Migration(5, "migration_journal: writes made while an embedding migration runs (triggers)",
               _v5_migration_journal),
+    Migration(6, "auth_tokens: bearer tokens, stored hashed", _v6_auth_tokens),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

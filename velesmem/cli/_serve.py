@@ -19,7 +19,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"serve streamable HTTPS on /mcp (and GET /health) instead of stdio [{ENV_PREFIX}HTTP=1]",
     )
     group.add_argument(
-        "--http-port", type=_port, metavar="PORT", default=None,
+        "--http-port", type=port_number, metavar="PORT", default=None,
         help=f"override just the port of {ENV_PREFIX}HTTP_BIND (default 127.0.0.1:18090)",
     )
     group.add_argument(
@@ -29,7 +29,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _port(raw: str) -> int:
+def port_number(raw: str) -> int:
+    """An argparse type: a TCP port 1-65535."""
     try:
         value = int(raw)
     except ValueError:

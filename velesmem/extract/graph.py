@@ -29,6 +29,15 @@ def _about(fact: int, hub: int) -> list[tuple[int, int, str]]:
     return [(fact, hub, ABOUT), (hub, fact, MENTIONS)]
 
 
+def _entity_hubs(extraction: Extraction) -> tuple[HubWrite, ...]:
+    """A hub for every entity the extraction names, with the attributes given for it."""
+    attributes: dict[str, list[tuple[str, object]]] = {}
+    for a in extraction.attributes:
+        attributes.setdefault(a.entity, []).append((a.key, a.value))
+    return tuple(HubWrite(hub_key(name), name, "entity", tuple(attributes.get(name, ())))
+                 for name in extraction.entities)
+
+
 def extraction_graph(extraction: Extraction, *, metadata_json: str, now: float,
                      expires_at: float | None,
                      embed: Callable[[Sequence[str]], np.ndarray]) -> GraphWrite:
@@ -37,11 +46,7 @@ def extraction_graph(extraction: Extraction, *, metadata_json: str, now: float,
     vectors = embed(texts) if texts else np.zeros((0, 0), dtype=np.float32)
     facts = tuple(FactWrite(to_i64(fact_id(t)), t, metadata_json, v, now, expires_at)
                   for t, v in zip(texts, vectors))
-    attributes: dict[str, list[tuple[str, object]]] = {}
-    for a in extraction.attributes:
-        attributes.setdefault(a.entity, []).append((a.key, a.value))
-    hubs = tuple(HubWrite(hub_key(name), name, "entity", tuple(attributes.get(name, ())))
-                 for name in extraction.entities)
+    hubs = _entity_hubs(extraction)
     edges: list[tuple[int, int, str]] = []
     for f, w in zip(extraction.facts, facts):
         for topic in f.topics:
@@ -61,11 +66,7 @@ def identifier_graph(fact: int, identifiers: Sequence[Identifier], now: float) -
 def topics_graph(fact: int, extraction: Extraction, now: float) -> GraphWrite:
     """A remote extractor's reading of one stored fact (autograph): the fact is linked to the
     topics of every extracted statement; relations and attributes join the hubs."""
-    attributes: dict[str, list[tuple[str, object]]] = {}
-    for a in extraction.attributes:
-        attributes.setdefault(a.entity, []).append((a.key, a.value))
-    hubs = tuple(HubWrite(hub_key(name), name, "entity", tuple(attributes.get(name, ())))
-                 for name in extraction.entities)
+    hubs = _entity_hubs(extraction)
     edges: list[tuple[int, int, str]] = []
     topics = dict.fromkeys(t for f in extraction.facts for t in f.topics)
     for topic in topics:

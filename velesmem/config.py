@@ -149,6 +149,9 @@ SETTINGS: tuple[Setting, ...] = (
             "permanent."),
     Setting("backend", "BACKEND", _parse_backend, lambda: "sqlite",
             "Storage backend: 'sqlite' (one local store directory, default) or 'postgres'."),
+    Setting("database_url", "DATABASE_URL", _parse_str, lambda: "",
+            "PostgreSQL URL for the 'postgres' backend (postgresql://user:password@host/db; "
+            "the pgvector extension must be enabled). A secret: shown without its password."),
     Setting("embedder", "EMBEDDER", _parse_embedder, lambda: None,
             "Embedding backend: hash (offline, deterministic), local (in-process model), ollama "
             "or openai. Unset: the one that filled the store; for a new store local when "
@@ -225,6 +228,7 @@ class Settings:
     embedder: str | None = None
     default_ttl: int | None = None
     backend: str = "sqlite"
+    database_url: str = field(default="", repr=False)  # a secret: never in a repr or a log
     recall_mode: str = "hybrid"
     http: bool = False
     http_bind: str = f"{limits.DEFAULT_HTTP_HOST}:{limits.DEFAULT_HTTP_PORT}"

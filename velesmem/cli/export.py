@@ -34,6 +34,7 @@ def run(args: argparse.Namespace) -> int:
     with offline_store(settings, now=now) as store:
         facts, edges = export_store(store, args.output, include_internal=args.include_internal,
                                     now=now)
-    print(f"exported {facts} facts and {edges} edges from {settings.path} to {args.output}",
+        location = store.location
+    print(f"exported {facts} facts and {edges} edges from {location} to {args.output}",
           file=sys.stderr)
     return 0

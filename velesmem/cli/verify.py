@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
         settings = settings.with_overrides(path=args.path.expanduser())
     say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
     with offline_store(settings, writable=args.repair) as store:
+        location = store.location  # a directory, or a database URL without its password
         problems = store.verify()
         for p in problems:
             print(f"[{'derived' if p.derived else 'PROBLEM'}] {p.check}: {p.detail}")
@@ -46,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"[left] {p.check}: {p.detail}")
             problems = left
     if not problems:
-        print(f"store {settings.path}: every check passed")
+        print(f"store {location}: every check passed")
         return 0
     if not args.repair and any(p.derived for p in problems):
         print("derived problems can be fixed with `velesdb-memory verify --repair` (stop the "

@@ -254,6 +254,12 @@ class Store(TokenStore, Protocol):
     def feedback(self, key: int, success: bool, now: float) -> Future[float]:
         """Atomically nudge a live user fact's confidence; resolves to the new value."""
 
+    def restore(self, key: int, confidence: float, successes: int, failures: int,
+                created_at: float, updated_at: float,
+                expires_at: float | None) -> Future[bool]:
+        """Set a stored fact's learned confidence, counts and times as an export recorded them
+        (``import``); False when no fact has ``key``."""
+
     def purge_expired(self, now: float) -> Future[int]:
         """Delete every fact whose expiry has passed; resolves to how many."""
 

@@ -19,7 +19,7 @@ from velesmem.store import FactWrite, Identity, Store, WarmProgress, open_store
 DIM = 8
 IDENTITY = Identity("contract-test-embedder", DIM)
 NOW = 1_780_000_000.0
-BACKENDS = ["sqlite"]
+BACKENDS = ["sqlite", "postgres"]
 
 
 def vector(seed: int) -> np.ndarray:

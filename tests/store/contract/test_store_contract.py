@@ -222,3 +222,14 @@ def test_everything_acknowledged_survives_a_reopen(open_backend: Callable[[], St
         key("durable two"), key("durable three")}
     assert again.counts(NOW).edges == 0
     assert again.verify() == []
+
+
+def test_restore_sets_the_learned_state_and_times_as_exported(store: Store) -> None:
+    store.remember(write("restored fact")).result()
+    k = key("restored fact")
+    assert store.restore(k, 0.85, 4, 1, NOW - 500, NOW - 100, NOW + 900).result() is True
+    fact = store.facts([k], NOW)[k]
+    assert (fact.confidence, fact.successes, fact.failures, fact.created_at, fact.updated_at,
+            fact.expires_at) == (0.85, 4, 1, NOW - 500, NOW - 100, NOW + 900)
+    assert store.next_expiry() == NOW + 900
+    assert store.restore(to_i64(31337), 0.5, 0, 0, NOW, NOW, None).result() is False

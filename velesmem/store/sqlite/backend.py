@@ -409,6 +409,12 @@ class SqliteStore:
     def purge_expired(self, now: float) -> Future[int]:
         return self._submit(writes.purge_expired(self, now))
 
+    def restore(self, key: int, confidence: float, successes: int, failures: int,
+                created_at: float, updated_at: float,
+                expires_at: float | None) -> Future[bool]:
+        return self._submit(writes.restore(self, key, confidence, successes, failures,
+                                           created_at, updated_at, expires_at))
+
     def put_internal(self, key: int, content: str, metadata_json: str, kind: str, now: float,
                      expires_at: float | None = None) -> Future[int]:
         return self._submit(writes.put_internal(self, key, content, metadata_json, kind, now,

@@ -317,6 +317,28 @@ def feedback(store: SqliteStore, key: int, success: bool, now: float) -> Job:
     return job
 
 
+def restore(store: SqliteStore, key: int, confidence: float, successes: int, failures: int,
+            created_at: float, updated_at: float, expires_at: float | None) -> Job:
+    """Set a fact's learned state and times as exported (import); False when absent."""
+
+    def job(conn: sqlite3.Connection) -> Outcome[bool]:
+        cur = conn.execute("UPDATE facts SET confidence = ?, successes = ?, failures = ?, "
+                           "created_at = ?, updated_at = ?, expires_at = ?, seq = ? WHERE id = ?",
+                           (confidence, successes, failures, created_at, updated_at, expires_at,
+                            store.next_seq(), key))
+        if not cur.rowcount:
+            return Outcome(False)
+        store.journal_write(conn, key)
+
+        def effect() -> None:
+            if expires_at is not None:
+                store.note_expiry(expires_at)
+
+        return Outcome(True, effect)
+
+    return job
+
+
 def put_internal(store: SqliteStore, key: int, content: str, metadata_json: str, kind: str,
                  now: float, expires_at: float | None) -> Job:
     def job(conn: sqlite3.Connection) -> Outcome[int]:

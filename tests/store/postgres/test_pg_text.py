@@ -1,6 +1,6 @@
-"""The PostgreSQL text index: BM25 scores as FTS5's formula gives them from the lexemes
-PostgreSQL makes, the postings budget keeps the rarest words, and the corpus totals stay exact
-through every write path."""
+"""The PostgreSQL text index: BM25 scores (FTS5's formula, the shared parameters) from the
+lexemes PostgreSQL makes, the postings budget keeps the rarest words, and the corpus totals stay
+exact through every write path."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 
 from velesmem.store.postgres import text as pgtext
 from velesmem.store.postgres.backend import PostgresStore
+from velesmem.store.text import BM25_B, BM25_K1
 
 from .conftest import NOW, key, write
 
@@ -23,7 +24,8 @@ def _lexemes(pg: PostgresStore, content: str) -> dict[str, int]:
 
 
 def _bm25(pg: PostgresStore, docs: list[str], query_lexemes: list[str]) -> dict[int, float]:
-    """FTS5's BM25, in plain Python, over what to_tsvector makes of each document."""
+    """BM25 (FTS5's formula, the shared k1 and b), in plain Python, over what to_tsvector makes
+    of each document."""
     bags = {key(d): _lexemes(pg, d) for d in docs}
     n = len(bags)
     avgdl = sum(sum(b.values()) for b in bags.values()) / n
@@ -36,11 +38,12 @@ def _bm25(pg: PostgresStore, docs: list[str], query_lexemes: list[str]) -> dict[
             tf = bag.get(lexeme, 0)
             if tf:
                 dl = sum(bag.values())
-                out[k] = out.get(k, 0.0) + idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * dl / avgdl))
+                out[k] = out.get(k, 0.0) + idf * tf * (BM25_K1 + 1) / (
+                    tf + BM25_K1 * (1 - BM25_B + BM25_B * dl / avgdl))
     return out
 
 
-def test_scores_are_fts5_bm25_over_postgres_lexemes(pg: PostgresStore) -> None:
+def test_scores_are_bm25_over_postgres_lexemes(pg: PostgresStore) -> None:
     docs = ["the cache layer broke under load", "caching the disk cache twice",
             "an unrelated network note", "load balancers and caches", "running runners ran"]
     for d in docs:

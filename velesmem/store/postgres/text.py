@@ -7,7 +7,7 @@ tokens, one row per connection slot, so concurrent writers never queue on one co
 A query's words (``velesmem.store.text``) are stemmed the same way, the rarest are kept within
 a postings budget (as on SQLite: one very common word would make a query's cost grow with the
 store, and its idf is low), and each kept lexeme's postings are one index range. Scores are
-FTS5's BM25 formula (k1 = 1.2, b = 0.75, idf = ln((N - n + 0.5) / (n + 0.5)) floored at 1e-6),
+BM25 with the shared parameters (``velesmem.store.text``: k1 = 1.2, b = 0.1; idf = ln((N - n + 0.5) / (n + 0.5)) floored at 1e-6),
 computed with numpy from exact corpus totals, so the fused ranking weighs the text side as the
 SQLite backend does. Where the two differ: the stemmer (Snowball vs Porter), PostgreSQL's
 stopwords leave the document side (so lengths count content words only), its parser keeps
@@ -24,12 +24,10 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from velesmem.store.text import query_terms
+from velesmem.store.text import BM25_B, BM25_K1, query_terms
 
 TS_CONFIG = "english"
 BM25_POSTINGS_BUDGET = 3_000  # most postings one query scores (rarest lexemes first)
-K1 = 1.2
-B = 0.75
 IDF_FLOOR = 1e-6
 STEM_CACHE_MAX = 100_000
 DF_CACHE_S = 60.0  # an exact document frequency above the budget is re-counted after this
@@ -173,7 +171,7 @@ class TextIndex:
             idf = math.log(max(n_docs - hits + 0.5, 1e-300) / (hits + 0.5))
             idf = idf if idf > 0 else IDF_FLOOR
             parts_doc.append(docs)
-            parts_score.append(idf * (tf * (K1 + 1.0)) / (tf + K1 * (1.0 - B + B * dl / avgdl)))
+            parts_score.append(idf * (tf * (BM25_K1 + 1.0)) / (tf + BM25_K1 * (1.0 - BM25_B + BM25_B * dl / avgdl)))
         if not parts_doc:
             return _empty()
         ids, inverse = np.unique(np.concatenate(parts_doc), return_inverse=True)

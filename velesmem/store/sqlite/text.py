@@ -17,14 +17,8 @@ from collections.abc import Callable
 import numpy as np
 
 from velesmem.store.sqlite import bm25
-from velesmem.store.text import query_terms
+from velesmem.store.text import BM25_B, BM25_K1, query_terms
 
-# BM25 over facts: FTS5's k1, and much less length normalisation than its b = 0.75. Facts are
-# short and similar in length, so normalising by length mostly punishes the fact that says a
-# little more; on LoCoMo b = 0.1 lifts hybrid hit@5 from 0.589 to 0.617 (hash) and from 0.632
-# to 0.661 (local) — docs/ranking.md.
-BM25_K1 = 1.2
-BM25_B = 0.1
 BM25_POSTINGS_BUDGET = 3_000  # most postings one BM25 query scores (rarest terms first)
 DF_REFRESH_WRITES = 1_000  # a cached document frequency is re-read after this many writes
 TERM_CACHE_MAX = 100_000

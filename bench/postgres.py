@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 from _common import command, machine, median, percentile, print_table, write_results
+from _daemon import free_port
 
 from velesmem.config import Settings
 
@@ -232,14 +233,6 @@ def print_scale(row: dict) -> None:
 
 
 # --- daemons: two daemons, one database, HTTPS clients ----------------------------------------
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 class Daemon:
     def __init__(self, root: Path, url: str, name: str) -> None:
         import httpx
@@ -248,7 +241,7 @@ class Daemon:
 
         home = root / name
         home.mkdir(parents=True)
-        port = _free_port()
+        port = free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith("VELESDB_MEMORY_")}
         env |= {"VELESDB_MEMORY_BACKEND": "postgres", "VELESDB_MEMORY_DATABASE_URL": url,
                 "VELESDB_MEMORY_EMBEDDER": "hash",  # the storage is measured, not a model

@@ -29,7 +29,7 @@ import httpx
 from _common import command, machine, median, percentile, print_table, write_results
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
-from http_load import _free_port
+from _daemon import free_port
 
 from velesmem.config import Settings
 from velesmem.daemon.tls import client_ssl_context
@@ -37,7 +37,7 @@ from velesmem.runtime import Runtime
 
 
 def start_daemon(root: Path, **extra: str) -> tuple[subprocess.Popen[bytes], str, Path, float]:
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("VELESDB_MEMORY_")}
     env |= {"VELESDB_MEMORY_PATH": str(root / "store"), "VELESDB_MEMORY_TLS_DIR": str(root / "tls"),
             "VELESDB_MEMORY_HTTP_BIND": f"127.0.0.1:{port}", "HOME": str(root),

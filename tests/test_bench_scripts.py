@@ -1,0 +1,36 @@
+"""Every benchmark script still imports against the current code (they are never run by the
+suite, so a renamed helper would otherwise surface only when someone measures)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+SCRIPTS = sorted(p.stem for p in BENCH.glob("*.py"))
+
+
+@pytest.fixture
+def bench_on_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """bench/ first on sys.path, as when a script runs; its modules forgotten afterwards."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    before = set(sys.modules)
+    yield
+    for name in set(sys.modules) - before:
+        if name in SCRIPTS:
+            del sys.modules[name]
+
+
+def test_there_are_scripts() -> None:
+    assert {"engine", "http_load", "semantic", "postgres"} <= set(SCRIPTS)
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_script_imports(script: str, bench_on_path: None) -> None:
+    module = importlib.import_module(script)
+    if not script.startswith("_"):
+        assert callable(getattr(module, "main", None)), f"bench/{script}.py has no main()"

@@ -3,7 +3,7 @@ suite, so a renamed helper would otherwise surface only when someone measures)."
 
 from __future__ import annotations
 
-import importlib
+import importlib.util
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,8 +21,22 @@ def bench_on_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     before = set(sys.modules)
     yield
     for name in set(sys.modules) - before:
-        if name in SCRIPTS:
+        if name in SCRIPTS or name.startswith(PREFIX):
             del sys.modules[name]
+
+
+PREFIX = "velesmem_bench_"
+
+
+def load(script: str) -> object:
+    """bench/<script>.py executed as a module of its own name: a test package called like a
+    script (tests/store/postgres) must not stand in for it."""
+    spec = importlib.util.spec_from_file_location(PREFIX + script, BENCH / f"{script}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_there_are_scripts() -> None:
@@ -31,6 +45,6 @@ def test_there_are_scripts() -> None:
 
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_script_imports(script: str, bench_on_path: None) -> None:
-    module = importlib.import_module(script)
+    module = load(script)
     if not script.startswith("_"):
         assert callable(getattr(module, "main", None)), f"bench/{script}.py has no main()"

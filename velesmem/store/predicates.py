@@ -10,6 +10,7 @@ backends only compile them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,3 +51,17 @@ class All:
 
 Predicate = All
 TRUE = All()
+
+
+def intersect_selects(predicate: All, one: Callable[[Compare], tuple[str, tuple[Any, ...]]],
+                      ) -> tuple[str | None, tuple[Any, ...]]:
+    """For the SQL backends: a SELECT of the ids satisfying ``predicate``, one per part (``one``),
+    intersected; None (no restriction) for TRUE."""
+    if predicate.is_true:
+        return None, ()
+    selects, params = [], []
+    for part in predicate.parts:
+        sql, p = one(part)
+        selects.append(sql)
+        params.extend(p)
+    return " INTERSECT ".join(selects), tuple(params)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from velesmem.store.predicates import All, Compare
+from velesmem.store.predicates import All, Compare, intersect_selects
 from velesmem.store.postgres import meta_index
 
 _SQL_OPS = {"=": "=", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
@@ -76,11 +76,4 @@ def _one(part: Compare) -> tuple[str, tuple[Any, ...]]:
 
 
 def compile_predicate(predicate: All) -> Compiled:
-    if predicate.is_true:
-        return Compiled(None, ())
-    selects, params = [], []
-    for part in predicate.parts:
-        sql, p = _one(part)
-        selects.append(sql)
-        params.extend(p)
-    return Compiled(" INTERSECT ".join(selects), tuple(params))
+    return Compiled(*intersect_selects(predicate, _one))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from velesmem.store.predicates import All, Compare
+from velesmem.store.predicates import All, Compare, intersect_selects
 from velesmem.store.sqlite import meta_index
 
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
@@ -44,11 +44,4 @@ def _one(part: Compare) -> tuple[str, tuple[Any, ...]]:
 
 
 def compile_predicate(predicate: All) -> Compiled:
-    if predicate.is_true:
-        return Compiled(None, ())
-    selects, params = [], []
-    for part in predicate.parts:
-        sql, p = _one(part)
-        selects.append(sql)
-        params.extend(p)
-    return Compiled(" INTERSECT ".join(selects), tuple(params))
+    return Compiled(*intersect_selects(predicate, _one))

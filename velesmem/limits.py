@@ -162,3 +162,10 @@ SQLITE_WRITER_CACHE_KIB = 16 * KIB  # page cache of the one writer connection
 # Page cache of each reader connection (one per thread that reads: the worker pool, the
 # autograph, the sweeper, ...): the daemon's readers hold at most about a dozen of these.
 SQLITE_READER_CACHE_KIB = 4 * KIB
+
+# --- CPU --------------------------------------------------------------------------------------
+# Threads of numpy's BLAS in a velesdb-memory process. The daemon runs many small matrix
+# products at once (exact scans of up to 8,192 vectors, one per concurrent recall); OpenBLAS's
+# own threads add nothing there and spin between calls: 8 HTTPS clients doing remember + recall
+# cost 12.9-15.3 ms of daemon CPU per call with two BLAS threads, 8.0-9.9 ms with one.
+BLAS_THREADS = 1

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 from collections.abc import Sequence
 
-from velesmem import __version__
+from velesmem import __version__, limits
 from velesmem.config import settings_help
 from velesmem.errors import VelesmemError
 
@@ -50,6 +51,9 @@ def _command_modules() -> list:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of both console scripts."""
+    # Before anything loads numpy (heavy imports wait for the handlers); a value set by the
+    # user still wins.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", str(limits.BLAS_THREADS))
     parser = build_parser()
     serve = _serve_module()
     if serve is not None:

@@ -16,6 +16,7 @@ remember as a ratio to the bare server's per call, in the same run. The clients 
 machine's cores with the server. Writes bench/results/http_load.json.
 
 Run: python3 bench/http_load.py [--clients 1 8] [--ops 200] [--rounds 3] [--embedder hash]
+     [--env NAME=VALUE ...] [--bare-defaults]
 """
 
 from __future__ import annotations
@@ -149,8 +150,9 @@ async def bare_round(n: int, ops: int, root: Path, defaults: bool = False) -> di
         served.stop()
 
 
-async def velesmem_round(n: int, ops: int, root: Path, embedder: str) -> list[dict[str, Any]]:
-    served = start_daemon(root, embedder)
+async def velesmem_round(n: int, ops: int, root: Path, embedder: str,
+                         env: dict[str, str]) -> list[dict[str, Any]]:
+    served = start_daemon(root, embedder, env)
     try:
         writes = await drive(served, n, ops, "remember", remember_only)
         mixed = await drive(served, n, ops, "mixed", remember_recall)
@@ -182,9 +184,13 @@ def main() -> None:
     parser.add_argument("--ops", type=int, default=200, help="calls (or call pairs) per client per phase")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved bare/velesmem rounds; medians")
     parser.add_argument("--embedder", default="hash", help="the daemon's embedder (default hash)")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="an environment variable for the daemon (repeatable), e.g. "
+                             "OPENBLAS_NUM_THREADS=2 to compare with the default")
     parser.add_argument("--bare-defaults", action="store_true",
                         help="also run the bare server with FastMCP's default http_app options")
     args = parser.parse_args()
+    daemon_env = dict(item.split("=", 1) for item in args.env)
     load_before = load_average()
     rows: list[dict[str, Any]] = []
     for n in args.clients:
@@ -201,7 +207,8 @@ def main() -> None:
                         if args.bare_defaults:
                             bare_defaults.append(asyncio.run(bare_round(n, args.ops, Path(tmp) / "bare-d", True)))
                     else:
-                        w, m = asyncio.run(velesmem_round(n, args.ops, Path(tmp) / "v", args.embedder))
+                        w, m = asyncio.run(velesmem_round(n, args.ops, Path(tmp) / "v", args.embedder,
+                                                             daemon_env))
                         writes.append(w)
                         mixed.append(m)
         ratios = [w["cpu_ms_per_call"] / b["cpu_ms_per_call"] for w, b in zip(writes, bare)]
@@ -219,6 +226,7 @@ def main() -> None:
     print(f"load average before: {load_before}; after: {load_after}")
     print(f"command: python3 bench/http_load.py --clients {' '.join(map(str, args.clients))} "
           f"--ops {args.ops} --rounds {args.rounds} --embedder {args.embedder}"
+          f"{''.join(f' --env {item}' for item in args.env)}"
           f"{' --bare-defaults' if args.bare_defaults else ''}\n")
     try:
         from velesmem.daemon.app import HTTP_APP_OPTIONS

@@ -5,6 +5,8 @@ a token is refused at start (docs/auth.md)."""
 
 from __future__ import annotations
 
+import socket
+import ssl
 import subprocess
 import sys
 from collections.abc import Callable
@@ -12,12 +14,21 @@ from pathlib import Path
 
 import httpx
 import pytest
-from daemon_helpers import ACCEPT, LEGACY_INIT, Daemon, session_headers, structured
+from daemon_helpers import (
+    ACCEPT,
+    LEGACY_INIT,
+    START_DEADLINE_S,
+    Daemon,
+    session_headers,
+    structured,
+    wait_for,
+)
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 from mcp.shared.exceptions import MCPError
 
 from velesmem.config import Settings
+from velesmem.daemon.tls import client_ssl_context
 from velesmem.runtime import offline_store
 from velesmem.store import StoredFact
 
@@ -219,3 +230,55 @@ async def test_attached_stdio_sends_the_configured_token(
     assert "attaching to" in log.read_text()
     assert listed["memories"][0]["metadata"]["_veles_author"] == "gina"
     assert gina not in daemon.output() and gina not in log.read_text()
+
+
+def _outward_address() -> str | None:
+    """An IPv4 address of this machine that is not loopback (the route a packet to a
+    documentation address would leave by; nothing is sent)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("203.0.113.1", 9))  # TEST-NET-3: routed like any address
+        except OSError:
+            return None
+        address = probe.getsockname()[0]
+    return None if address.startswith("127.") or address == "0.0.0.0" else address
+
+
+async def test_a_daemon_bound_beyond_loopback_is_reached_there_over_verified_tls(
+    make_daemon: Callable[..., Daemon],
+) -> None:
+    """Bound to this machine's outward address, the daemon's leaf names that address and its
+    Host check admits it: a client dialling it verifies TLS against the CA, and still needs
+    its token."""
+    address = _outward_address()
+    if address is None:
+        pytest.skip("this machine has no non-loopback IPv4 address to bind")
+    daemon = make_daemon(VELESDB_MEMORY_HTTP_ALLOW_REMOTE="1")
+    daemon.env["VELESDB_MEMORY_HTTP_BIND"] = f"{address}:{daemon.port}"
+    gail = create_token(daemon, "gail")
+    daemon.start(wait=False)
+    url = f"https://{address}:{daemon.port}"
+
+    def healthy() -> bool:
+        assert daemon.proc is not None and daemon.proc.poll() is None, daemon.output()
+        if not daemon.ca.exists():
+            return False
+        try:
+            return httpx.get(f"{url}/health", verify=client_ssl_context(daemon.ca),
+                             timeout=2).status_code == 200
+        except (httpx.ConnectError, httpx.TimeoutException):
+            return False
+
+    wait_for(healthy, START_DEADLINE_S, f"/health on {url}\n{daemon.output()}")
+    assert f"Other machines reach it as {address}" in daemon.output()
+    refused = httpx.post(f"{url}/mcp", json=LEGACY_INIT, headers=ACCEPT,
+                         verify=client_ssl_context(daemon.ca), timeout=10)
+    assert_refused(refused, invalid=False)
+    transport = StreamableHttpTransport(f"{url}/mcp", verify=client_ssl_context(daemon.ca),
+                                        headers={"Authorization": f"Bearer {gail}"})
+    async with Client(transport) as client:
+        saved = structured(await client.call_tool("remember", {"fact": "gail reached it"}))
+    assert saved["id_str"]
+    with pytest.raises(ssl.SSLCertVerificationError):  # a name the leaf does not carry
+        with socket.create_connection((address, daemon.port), timeout=5) as raw:
+            client_ssl_context(daemon.ca).wrap_socket(raw, server_hostname="elsewhere.example")

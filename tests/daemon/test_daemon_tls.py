@@ -81,6 +81,22 @@ def test_leaf_names_loopback_lasts_30_days_and_is_backdated_an_hour(tmp_path: Pa
     leaf.verify_directly_issued_by(ca)
 
 
+def test_leaf_also_names_what_other_machines_use_and_renewal_keeps_it(tmp_path: Path) -> None:
+    files = prepare_tls(tmp_path / "tls", names=["192.0.2.7", "dev.example", "localhost", "::1"],
+                        now=NOW)
+
+    def names() -> tuple[list[str], set[ipaddress.IPv4Address | ipaddress.IPv6Address]]:
+        sans = _cert(files.leaf_cert).extensions.get_extension_for_class(
+            x509.SubjectAlternativeName).value
+        return sans.get_values_for_type(x509.DNSName), set(sans.get_values_for_type(x509.IPAddress))
+
+    loopback = {ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("::1")}
+    want = (["localhost", "dev.example"], loopback | {ipaddress.ip_address("192.0.2.7")})
+    assert names() == want
+    renew_leaf(files, now=NOW + dt.timedelta(days=25))
+    assert names() == want
+
+
 def test_restart_keeps_the_ca_and_reissues_the_leaf(tmp_path: Path) -> None:
     tls_dir = tmp_path / "tls"
     first = prepare_tls(tls_dir, now=NOW)

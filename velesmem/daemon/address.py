@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import socket
 from dataclasses import dataclass
 
 from velesmem.config import ENV_PREFIX, Settings
@@ -11,6 +12,8 @@ from velesmem.errors import Internal
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/health"
 STORE_HEADER = "x-velesdb-memory-store"  # /health names its resolved store: stdio attaches only to its own
+WILDCARD_V4 = ("0.0.0.0", "", "*")
+WILDCARD_V6 = "::"
 
 
 @dataclass(frozen=True)
@@ -24,11 +27,26 @@ class DaemonAddress:
     @property
     def connect_host(self) -> str:
         """A host a local client can dial: loopback when bound to a wildcard."""
-        if self.bind_host in ("0.0.0.0", "", "*"):
+        if self.bind_host in WILDCARD_V4:
             return "127.0.0.1"
-        if self.bind_host == "::":
+        if self.bind_host == WILDCARD_V6:
             return "::1"
         return self.bind_host
+
+    def served_names(self) -> list[str]:
+        """The names and addresses other machines reach this daemon by, beyond loopback: the
+        bind address itself, or for a wildcard bind this machine's host names and the
+        addresses they resolve to. The leaf certificate and the Host check carry them."""
+        if is_loopback(self.bind_host):
+            return []
+        if self.bind_host not in (*WILDCARD_V4, WILDCARD_V6):
+            return [self.bind_host.strip("[]")]
+        names = [socket.gethostname(), socket.getfqdn()]
+        try:
+            names += [info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None)]
+        except OSError:  # a host name that does not resolve: the names alone
+            pass
+        return list(dict.fromkeys(n.lower() for n in names if n and not is_loopback(n)))
 
     def url(self, path: str = MCP_PATH) -> str:
         host = self.connect_host

@@ -22,7 +22,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
 from velesmem import limits
-from velesmem.daemon.address import HEALTH_PATH, MCP_PATH, STORE_HEADER, DaemonAddress, is_loopback
+from velesmem.daemon.address import HEALTH_PATH, MCP_PATH, STORE_HEADER, DaemonAddress
 from velesmem.daemon.auth import AuthGuard, AuthPolicy, StoreTokenVerifier
 from velesmem.daemon.bodies import BodyBudget, BodyGate
 from velesmem.daemon.guards import DrainGate, DrainState, HostOriginGuard, allowed_authorities, allowed_origins
@@ -121,8 +121,7 @@ def build_app(
             manager.asgi_app = getattr(manager.asgi_app, "app", manager.asgi_app)
             yield
 
-    extra_hosts = [] if is_loopback(address.bind_host) else [address.bind_host]
-    authorities = allowed_authorities(address.port, extra_hosts)
+    authorities = allowed_authorities(address.port, address.served_names())
     middleware = [
         Middleware(HostOriginGuard, authorities=authorities,
                    origins=allowed_origins(authorities, address.scheme)),

@@ -62,6 +62,10 @@ def _startup_lines(address: DaemonAddress, settings: Settings) -> None:
         return
     ca = settings.tls_dir / "ca-cert.pem"
     _say(f"HTTPS server listening on {address.url()}")
+    names = address.served_names()
+    if names:
+        _say(f"Other machines reach it as {', '.join(names)} (named in its certificate and "
+             "admitted by its Host check), trusting the same CA.")
     _say(
         f"Local CA: {ca} — a client only needs to trust this once (`velesdb-memory trust-ca`, "
         "which installers/install-memory-daemon.sh — install-memory-daemon.ps1 on Windows — runs "
@@ -87,7 +91,8 @@ def serve_http(settings: Settings) -> int:
         sock = _bind_socket(address)
         try:
             lifetime = dt.timedelta(seconds=tuning.leaf_lifetime_s)
-            files = None if address.scheme == "http" else prepare_tls(settings.tls_dir, leaf_lifetime=lifetime)
+            files = None if address.scheme == "http" else prepare_tls(
+                settings.tls_dir, names=address.served_names(), leaf_lifetime=lifetime)
             from velesmem.daemon.app import build_app
             from velesmem.daemon.connections import ConnectionPolicy, connection_cap
             from velesmem.daemon.renewal import LeafRenewer

@@ -12,6 +12,7 @@ import datetime as dt
 import ipaddress
 import os
 import ssl
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,24 +60,39 @@ def tls_files(tls_dir: Path) -> TlsFiles:
 
 
 def prepare_tls(
-    tls_dir: Path, *, now: dt.datetime | None = None, leaf_lifetime: dt.timedelta = LEAF_LIFETIME
+    tls_dir: Path, *, names: Sequence[str] = (), now: dt.datetime | None = None,
+    leaf_lifetime: dt.timedelta = LEAF_LIFETIME,
 ) -> TlsFiles:
-    """Ensure the CA exists (creating it only the first time) and issue a fresh leaf."""
+    """Ensure the CA exists (creating it only the first time) and issue a fresh leaf for the
+    loopback names plus ``names`` (host names or IP literals other machines use)."""
     now = now or dt.datetime.now(dt.timezone.utc)
     files = tls_files(tls_dir)
     _ensure_dir(tls_dir)
     ca_cert, ca_key = _load_or_create_ca(files, now)
-    _write_leaf(files, ca_cert, ca_key, now, leaf_lifetime)
+    _write_leaf(files, ca_cert, ca_key, now, leaf_lifetime, names)
     return files
 
 
 def renew_leaf(
     files: TlsFiles, *, now: dt.datetime | None = None, leaf_lifetime: dt.timedelta = LEAF_LIFETIME
 ) -> dt.datetime:
-    """Issue a fresh leaf signed by the existing CA (never creating a CA); return when it expires."""
+    """Issue a fresh leaf signed by the existing CA (never creating a CA), for the names the
+    current leaf carries; return when it expires."""
     now = now or dt.datetime.now(dt.timezone.utc)
     ca_cert, ca_key = _load_ca(files)
-    return _write_leaf(files, ca_cert, ca_key, now, leaf_lifetime)
+    return _write_leaf(files, ca_cert, ca_key, now, leaf_lifetime, leaf_names(files))
+
+
+def leaf_names(files: TlsFiles) -> list[str]:
+    """The names and IP addresses the leaf on disk carries beyond the loopback ones."""
+    try:
+        cert = x509.load_pem_x509_certificate(files.leaf_cert.read_bytes())
+        sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except (OSError, ValueError, x509.ExtensionNotFound) as exc:
+        raise Internal(f"cannot read the TLS leaf {files.leaf_cert}: {exc}") from None
+    names = [*sans.get_values_for_type(x509.DNSName),
+             *(str(a) for a in sans.get_values_for_type(x509.IPAddress))]
+    return [n for n in names if n not in LEAF_DNS_NAMES and n not in LEAF_IP_ADDRESSES]
 
 
 def leaf_expiry(files: TlsFiles) -> dt.datetime:
@@ -173,9 +189,10 @@ def _write_leaf(
     ca_key: ec.EllipticCurvePrivateKey,
     now: dt.datetime,
     lifetime: dt.timedelta,
+    names: Sequence[str],
 ) -> dt.datetime:
     leaf_key = ec.generate_private_key(ec.SECP256R1())
-    leaf_cert = _issue_leaf(ca_cert, ca_key, leaf_key, now, lifetime)
+    leaf_cert = _issue_leaf(ca_cert, ca_key, leaf_key, now, lifetime, names)
     # Key first, then cert: each replace is atomic, and a reader loads both only after this returns.
     _write(files.leaf_key, _key_pem(leaf_key), KEY_MODE)
     _write(files.leaf_cert, leaf_cert.public_bytes(serialization.Encoding.PEM), CERT_MODE)
@@ -188,9 +205,17 @@ def _issue_leaf(
     leaf_key: ec.EllipticCurvePrivateKey,
     now: dt.datetime,
     lifetime: dt.timedelta,
+    names: Sequence[str],
 ) -> x509.Certificate:
     sans: list[x509.GeneralName] = [x509.DNSName(n) for n in LEAF_DNS_NAMES]
     sans += [x509.IPAddress(ipaddress.ip_address(a)) for a in LEAF_IP_ADDRESSES]
+    for name in dict.fromkeys(names):
+        if name in LEAF_DNS_NAMES or name in LEAF_IP_ADDRESSES:
+            continue
+        try:
+            sans.append(x509.IPAddress(ipaddress.ip_address(name)))
+        except ValueError:
+            sans.append(x509.DNSName(name))
     return (
         x509.CertificateBuilder()
         .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, LEAF_COMMON_NAME)]))

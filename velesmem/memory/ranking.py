@@ -82,28 +82,15 @@ class Ranker:
         allowed = self.allowed(predicate)
         if allowed is not None and not len(allowed):
             return []
-        if qv is None:
-            qv = self.embedder.embed([query])[0]
         if self.mode == "vector":
+            if qv is None:
+                qv = self.embedder.embed([query])[0]
             cos = dict(store.vector_search(qv, depth, allowed))
             lex: dict[int, float] = {}
             best = 0.0
         else:
             n = max(depth, MIN_CANDIDATES)
-            # The vector index and the text index both release the GIL: the vector search runs
-            # on a pool thread while this one scores BM25, so a query costs the slower side.
-            if self.pool is None:
-                lex_ids, lex_scores = store.text_search(query, allowed)
-                cos = dict(store.vector_search(qv, n, allowed))
-            else:
-                try:
-                    search = self.pool.submit(store.vector_search, qv, n, allowed)
-                except RuntimeError:  # the pool shuts down with its Runtime
-                    raise Internal("the store is closed") from None
-                try:
-                    lex_ids, lex_scores = store.text_search(query, allowed)
-                finally:
-                    cos = dict(search.result())
+            qv, lex_ids, lex_scores, cos = self._search_both(query, qv, n, allowed)
             best = float(lex_scores.max()) if len(lex_scores) else 0.0
             # the BM25 top n (ties: ascending key)
             top = lex_ids[np.argsort(-lex_scores, kind="stable")[:n]].tolist()
@@ -131,6 +118,32 @@ class Ranker:
                 out.append(Ranked(i, key, c, max(key, 0.0)))
         out.sort(key=lambda r: (-r.key, to_u64(r.id)))
         return out[:depth]
+
+    def _search_both(self, query: str, qv: np.ndarray | None, n: int, allowed: np.ndarray | None
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, float]]:
+        """(query vector, BM25 ids, BM25 scores, {id: cosine} of the vector top ``n``).
+
+        BM25 needs no query vector, so it runs on a pool thread while this one embeds the query
+        and searches the vector index: the model, SQLite and FAISS all release the GIL, and a
+        query costs the slower side instead of the sum.
+        """
+        store = self.store
+        if self.pool is None:
+            lex_ids, lex_scores = store.text_search(query, allowed)
+            if qv is None:
+                qv = self.embedder.embed([query])[0]
+            return qv, lex_ids, lex_scores, dict(store.vector_search(qv, n, allowed))
+        try:
+            text = self.pool.submit(store.text_search, query, allowed)
+        except RuntimeError:  # the pool shuts down with its Runtime
+            raise Internal("the store is closed") from None
+        try:
+            if qv is None:
+                qv = self.embedder.embed([query])[0]
+            cos = dict(store.vector_search(qv, n, allowed))
+        finally:
+            lex_ids, lex_scores = text.result()
+        return qv, lex_ids, lex_scores, cos
 
 
 def _member(ids: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:

@@ -203,6 +203,16 @@ def postgres_settings(postgres_url: str, tmp_path: Path) -> Settings:
     return Settings(path=tmp_path / "store", backend="postgres", database_url=postgres_url)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _model_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One user cache for the session, not ~/.cache: the local embedder derives its int8 graph
+    there once, and every test and daemon it starts (they inherit the variable) reuses it."""
+    cache = tmp_path_factory.mktemp("cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(cache))
+        yield cache
+
+
 @pytest.fixture(autouse=True)
 def _isolated_home(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
                    monkeypatch: pytest.MonkeyPatch, store_backend: str) -> None:

@@ -253,6 +253,8 @@ class Settings:
     openai_url: str = "https://api.openai.com/v1"
     openai_model: str = "text-embedding-3-small"
     openai_api_key: str = field(default="", repr=False)  # a secret: kept out of repr and logs
+    # Not a setting: the graph of the local model a store records (None: the newest).
+    local_model: str | None = None
 
     @classmethod
     def from_env(

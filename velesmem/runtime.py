@@ -488,7 +488,7 @@ def choose_embedder(settings: Settings, store: Store) -> Embedder:
                 raise EmbedderMismatch(
                     f"store {store.location} was filled by embedder {recorded.model!r}, which "
                     "this velesmem does not know: set VELESDB_MEMORY_EMBEDDER to it")
-            settings = _remote_model(settings, chosen, recorded.model)
+            settings = _recorded_model(settings, chosen, recorded.model)
         else:
             chosen = "local" if local_available() else "hash"
         return load_embedder(settings.with_overrides(embedder=chosen))
@@ -497,12 +497,15 @@ def choose_embedder(settings: Settings, store: Store) -> Embedder:
         return embedder
     if (embedder.model, embedder.dimension) == (recorded.model, recorded.dimension):
         return embedder
+    if chosen == "local" and backend_of(recorded.model) == "local":
+        # an older graph of the local model filled the store: that graph keeps serving it
+        return load_embedder(_recorded_model(settings, "local", recorded.model))
     moved_to = backend_of(recorded.model)
     if store.migrated_from() == embedder.model and moved_to is not None:
         log.warning("VELESDB_MEMORY_EMBEDDER=%s, but this store was migrated from it to %s: "
                     "serving with %s (update the setting, or unset it)", chosen,
                     recorded.model, moved_to)
-        settings = _remote_model(settings, moved_to, recorded.model)
+        settings = _recorded_model(settings, moved_to, recorded.model)
         return load_embedder(settings.with_overrides(embedder=moved_to))
     raise EmbedderMismatch(
         f"store {store.location} was filled by embedder {recorded.model!r} "
@@ -513,8 +516,10 @@ def choose_embedder(settings: Settings, store: Store) -> Embedder:
         f"--output memories.jsonl`)")
 
 
-def _remote_model(settings: Settings, backend: str, model: str) -> Settings:
-    """Settings naming the remote model a provenance records (``ollama:all-minilm``)."""
+def _recorded_model(settings: Settings, backend: str, model: str) -> Settings:
+    """Settings naming the model a provenance records (``ollama:all-minilm``, a local graph)."""
+    if backend == "local":
+        return settings.with_overrides(local_model=model)
     name = model.partition(":")[2]
     if backend == "ollama":
         return settings.with_overrides(ollama_model=name)

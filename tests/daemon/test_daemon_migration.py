@@ -9,7 +9,8 @@ import httpx
 import pytest
 from daemon_helpers import Daemon, structured, wait_for
 
-LOCAL_MODEL = "local:all-MiniLM-L6-v2-int8"
+from velesmem.embed.local import LOCAL_MODEL
+
 PAUSE = "VELESMEM_INTERNAL_MIGRATION_PAUSE"
 TARGET = "we moved from RabbitMQ to NATS for the event bus"
 

@@ -6,7 +6,7 @@ import pytest
 
 
 @pytest.fixture(scope="session")
-def local_embedder():
+def local_embedder(_model_cache):  # derives the int8 graph into the session cache
     from velesmem.embed.local import LocalEmbedder
 
     embedder = LocalEmbedder()

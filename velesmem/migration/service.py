@@ -161,7 +161,8 @@ class MigrationService:
                 raise InvalidInput("a generated destination (an embedding space being built) "
                                    "already exists: migration_recover or migration_cancel it")
             backend = target_backend.strip().lower()
-            target = load_embedder(self.settings.with_overrides(embedder=backend))
+            # local_model=None: a migration to local goes to its newest graph
+            target = load_embedder(self.settings.with_overrides(embedder=backend, local_model=None))
             _warm(target)
             source = self._serving()
             if (target.model, target.dimension) == (source.model, source.dimension):
@@ -227,7 +228,9 @@ class MigrationService:
                                    "recovery completes it (restart the daemon)")
             if self.running:
                 raise InvalidInput("the migration is running: nothing to recover")
-            target = load_embedder(self.settings.with_overrides(embedder=job.target_backend))
+            local_model = job.target_model if job.target_backend == "local" else None
+            target = load_embedder(self.settings.with_overrides(embedder=job.target_backend,
+                                                                local_model=local_model))
             _warm(target)
             if (target.model, target.dimension) != (job.target_model, job.target_dimension):
                 raise InvalidInput(f"the configured {job.target_backend} embedder is now "

@@ -73,3 +73,11 @@ def print_table(headers: list[str], rows: list[list[Any]]) -> None:
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for row in cells:
         print("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |")
+
+
+def embedder_overrides(name: str) -> dict[str, Any]:
+    """Settings fields for an ``--embedder`` value: a backend name (``local``) or a local graph's
+    model identity (``local:all-MiniLM-L6-v2-int8``, to compare the graphs)."""
+    if name.startswith("local:"):
+        return {"embedder": "local", "local_model": name}
+    return {"embedder": name}

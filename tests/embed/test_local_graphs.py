@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from velesmem.config import Settings
-from velesmem.embed.local import LOCAL_FLOAT_MODEL, LOCAL_MODEL, MODEL_SHA256, LocalEmbedder, model_file
+from velesmem.embed.local import (LOCAL_FLOAT_MODEL, LOCAL_MODEL, MODEL_SHA256, LocalEmbedder,
+                                  model_file)
 from velesmem.embed.quantize import cache_dir, quantized_model
 from velesmem.errors import Internal
 from velesmem.runtime import Runtime
@@ -36,8 +37,8 @@ def test_the_int8_graph_is_derived_once_into_the_user_cache(local_embedder: Loca
     assert [p.name for p in derived.parent.iterdir()] == [derived.name]  # no temporary left
 
 
-def test_the_int8_graph_is_derived_again_when_its_file_is_gone(tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_int8_graph_is_derived_again_when_its_file_is_gone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     derived = quantized_model(model_file(), MODEL_SHA256)
     assert derived.is_file() and derived.parent == tmp_path / "velesmem" / "models"
@@ -72,7 +73,8 @@ def test_a_store_filled_by_the_float_graph_keeps_it(tmp_path: Path, configured: 
     with Runtime.open(old) as rt:
         rt.wait_ready_sync(60)
         fact = rt.memory.remember("We picked PostgreSQL because the team already knows it.")
-    with Runtime.open(Settings(path=tmp_path / "store", embedder=configured, autograph="off")) as rt:
+    again = Settings(path=tmp_path / "store", embedder=configured, autograph="off")
+    with Runtime.open(again) as rt:
         rt.wait_ready_sync(60)
         assert rt.memory.embedder.model == LOCAL_FLOAT_MODEL
         found = rt.memory.recall("Which datastore did the engineers choose?", k=1)

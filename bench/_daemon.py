@@ -127,15 +127,17 @@ def start_daemon(root: Path, embedder: str = "hash", extra_env: dict[str, str] |
     return Served(proc, f"{base}/mcp", base, ca, log, time.perf_counter() - t0)
 
 
-def start_bare(root: Path, defaults: bool = False) -> Served:
+def start_bare(root: Path, defaults: bool = False, stack: tuple[str, str] = ("asyncio", "h11")) -> Served:
     """The bare FastMCP floor (``_bare_fastmcp.py``) on a free port, TLS from a CA under ``root``;
-    with the daemon's ``http_app`` options, or FastMCP's ``defaults``."""
+    with the daemon's ``http_app`` options, or FastMCP's ``defaults``; on uvicorn's ``stack``
+    (event loop, HTTP protocol)."""
     root.mkdir(parents=True, exist_ok=True)
     files = prepare_tls(root / "bare-tls")
     port = free_port()
     log = root / "bare.log"
     proc = subprocess.Popen([sys.executable, str(BENCH_DIR / "_bare_fastmcp.py"), str(port),
-                             str(files.leaf_cert), str(files.leaf_key), *(["--defaults"] if defaults else [])],
+                             str(files.leaf_cert), str(files.leaf_key), *(["--defaults"] if defaults else []),
+                             "--loop", stack[0], "--http", stack[1]],
                             stdout=log.open("wb"),
                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     base = f"https://127.0.0.1:{port}"

@@ -2,8 +2,10 @@
 
 For each N (default 1 and 8) and each round (default 3), in alternating order:
 
-- **bare**: the FastMCP floor (``_bare_fastmcp.py``: one trivial tool, no guards, no store, TLS and
-  uvicorn/h11 like the daemon); N clients each call it ``--ops`` times;
+- **bare**: the FastMCP floor (``_bare_fastmcp.py``: one trivial tool, no guards, no store, TLS,
+  uvicorn with h11 on asyncio); N clients each call it ``--ops`` times; when the daemon serves on
+  another of uvicorn's stacks here (httptools, uvloop: ``velesmem.daemon.server.serving_stack``),
+  a second bare server on that same stack too, so both ratios can be quoted;
 - **velesmem**: a fresh ``velesdb-memory --http`` (temp store and TLS dirs, free port, the hash
   embedder unless ``--embedder``); N clients each ``remember`` ``--ops`` new facts, then each do
   ``--ops`` rounds of remember + recall(that fact, k=10). Every acknowledged remember is then
@@ -12,7 +14,8 @@ For each N (default 1 and 8) and each round (default 3), in alternating order:
 Every client is a fastmcp ``Client`` over strict TLS verified against the server's CA, connected
 and warmed by one call before the clock and the server's CPU counter start. Prints medians over
 the rounds: calls/s, per-call p50/p99, the server's CPU time per call, and velesmem's CPU per
-remember as a ratio to the bare server's per call, in the same run. The clients share the
+remember as a ratio to the bare server's per call, in the same run (``x_bare``; ``x_same_stack``
+against the bare server on the daemon's stack). The clients share the
 machine's cores with the server. Writes bench/results/http_load.json.
 
 Run: python3 bench/http_load.py [--clients 1 8] [--ops 200] [--rounds 3] [--embedder hash]
@@ -141,9 +144,15 @@ def _row(kind: str, n: int, run: dict[str, Any], calls_per_unit: int) -> dict[st
             "cpu_ms_per_call": run["cpu_s"] * 1000 / max(calls, 1)}
 
 
-async def bare_round(n: int, ops: int, root: Path, defaults: bool = False) -> dict[str, Any]:
-    served = start_bare(root, defaults)
+PINNED_STACK = ("asyncio", "h11")
+
+
+async def bare_round(n: int, ops: int, root: Path, defaults: bool = False,
+                     stack: tuple[str, str] = PINNED_STACK) -> dict[str, Any]:
+    served = start_bare(root, defaults, stack)
     label = "bare FastMCP defaults, trivial tool" if defaults else "bare FastMCP, trivial tool"
+    if stack != PINNED_STACK:
+        label += f" ({', '.join(stack)})"
     try:
         return _row(label, n, await drive(served, n, ops, "bare", remember_only), 1)
     finally:
@@ -178,6 +187,11 @@ def _median_rows(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _ratio(runs: list[dict[str, Any]], floor: list[dict[str, Any]]) -> float:
+    """Median over the rounds of CPU per call / the floor's CPU per call in the same round."""
+    return round(statistics.median(r["cpu_ms_per_call"] / f["cpu_ms_per_call"] for r, f in zip(runs, floor)), 2)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 8])
@@ -191,11 +205,17 @@ def main() -> None:
                         help="also run the bare server with FastMCP's default http_app options")
     args = parser.parse_args()
     daemon_env = dict(item.split("=", 1) for item in args.env)
+    try:
+        from velesmem.daemon.server import serving_stack
+        ours = serving_stack()
+    except ImportError:  # a checkout from before the function existed: h11 on asyncio
+        ours = PINNED_STACK
     load_before = load_average()
     rows: list[dict[str, Any]] = []
     for n in args.clients:
         bare: list[dict[str, Any]] = []
         bare_defaults: list[dict[str, Any]] = []
+        bare_ours: list[dict[str, Any]] = []
         writes: list[dict[str, Any]] = []
         mixed: list[dict[str, Any]] = []
         for r in range(args.rounds):  # alternate who goes first: drift in the machine's load hits both
@@ -206,6 +226,9 @@ def main() -> None:
                         bare.append(asyncio.run(bare_round(n, args.ops, Path(tmp) / "bare")))
                         if args.bare_defaults:
                             bare_defaults.append(asyncio.run(bare_round(n, args.ops, Path(tmp) / "bare-d", True)))
+                        if ours != PINNED_STACK:
+                            bare_ours.append(asyncio.run(bare_round(n, args.ops, Path(tmp) / "bare-s",
+                                                                    stack=ours)))
                     else:
                         w, m = asyncio.run(velesmem_round(n, args.ops, Path(tmp) / "v", args.embedder,
                                                              daemon_env))
@@ -216,9 +239,15 @@ def main() -> None:
         if bare_defaults:
             rows.append(_median_rows(bare_defaults) | {"x_bare": round(statistics.median(
                 d["cpu_ms_per_call"] / b["cpu_ms_per_call"] for d, b in zip(bare_defaults, bare)), 2)})
-        rows.append(_median_rows(writes) | {"x_bare": round(statistics.median(ratios), 2)})
+        same: dict[str, Any] = {}
+        if bare_ours:
+            rows.append(_median_rows(bare_ours) | {"x_bare": _ratio(bare_ours, bare), "x_same_stack": 1.0})
+            same = {"x_same_stack": _ratio(writes, bare_ours)}
+        rows.append(_median_rows(writes) | {"x_bare": round(statistics.median(ratios), 2)} | same)
         mixed_ratios = [m["cpu_ms_per_call"] / b["cpu_ms_per_call"] for m, b in zip(mixed, bare)]
-        rows.append(_median_rows(mixed) | {"x_bare": round(statistics.median(mixed_ratios), 2)})
+        if bare_ours:
+            same = {"x_same_stack": _ratio(mixed, bare_ours)}
+        rows.append(_median_rows(mixed) | {"x_bare": round(statistics.median(mixed_ratios), 2)} | same)
     load_after = load_average()
     print(f"\nHTTPS, N concurrent MCP clients, {args.ops} calls (or remember + recall pairs) each, "
           f"medians of {args.rounds} interleaved rounds, embedder {args.embedder}")
@@ -232,15 +261,18 @@ def main() -> None:
         from velesmem.daemon.app import HTTP_APP_OPTIONS
     except ImportError:
         HTTP_APP_OPTIONS = {}
-    print(f"bare FastMCP: the daemon's http_app options {HTTP_APP_OPTIONS or '(FastMCP defaults)'}\n")
+    print(f"bare FastMCP: the daemon's http_app options {HTTP_APP_OPTIONS or '(FastMCP defaults)'}; "
+          f"uvicorn stack {', '.join(PINNED_STACK)}; the daemon's here: {', '.join(ours)}\n")
     keys = ["clients", "server", "calls", "errors", "lost", "calls_per_s", "p50_ms", "p99_ms",
-            "cpu_ms_per_call", "x_bare"]
+            "cpu_ms_per_call", "x_bare"] + (["x_same_stack"] if ours != PINNED_STACK else [])
     print_table(keys, [[row.get(k, "") for k in keys] for row in rows])
     print("\nx_bare: server CPU per call / the bare FastMCP server's CPU per call in the same round "
           "(median of the per-round ratios); a remember + recall row counts each pair as 2 calls.")
+    if ours != PINNED_STACK:
+        print(f"x_same_stack: the same, against the bare server on the daemon's stack ({', '.join(ours)}).")
     path = write_results("http_load", {"ops_per_client": args.ops, "rounds": args.rounds,
                                        "embedder": args.embedder, "load_before": load_before,
-                                       "load_after": load_after, "rows": rows})
+                                       "load_after": load_after, "stack": list(ours), "rows": rows})
     print(f"\nwrote {path}")
 
 

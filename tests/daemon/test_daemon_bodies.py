@@ -14,6 +14,8 @@ import pytest
 from daemon_helpers import Daemon, open_session, session_headers, structured, tls_socket
 
 from velesmem import limits
+from velesmem.daemon.connections import PROTOCOLS
+from velesmem.daemon.tuning import HTTP_PROTOCOL_ENV
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -56,13 +58,14 @@ def _read_response(sock, deadline_s: float = 30) -> bytes:
         data += chunk
 
 
+@pytest.mark.parametrize("protocol", sorted(PROTOCOLS))  # every HTTP parser the daemon can serve with here
 async def test_client_sending_too_big_a_body_reads_the_413_after_mcp_traffic(
-    make_daemon: Callable[..., Daemon],
+    make_daemon: Callable[..., Daemon], protocol: str,
 ) -> None:
     """A client that declares 200 MiB sends all of it before reading, as a simple client does.
     The daemon answers 413 at once and discards the rest as it arrives (buffering nothing), so the
     client finishes sending, reads the 413 and its message, and can even reuse the connection."""
-    daemon = make_daemon().start()
+    daemon = make_daemon(**{HTTP_PROTOCOL_ENV: protocol}).start()
     async with daemon.client(mode="legacy") as client:  # MCP traffic first, as in the report
         structured(await client.call_tool("remember", {"fact": "traffic before the oversized body"}))
     session_id = open_session(daemon)

@@ -15,6 +15,8 @@ import pytest
 from daemon_helpers import Daemon, tls_socket
 
 from velesmem import limits
+from velesmem.daemon.connections import PROTOCOLS
+from velesmem.daemon.tuning import HTTP_PROTOCOL_ENV
 
 pytestmark = [pytest.mark.integration]
 
@@ -41,10 +43,12 @@ def _closed_after(sock: ssl.SSLSocket, started: float, deadline_s: float, trickl
     raise AssertionError(f"the daemon kept the connection open for {deadline_s}s")
 
 
+@pytest.mark.parametrize("protocol", sorted(PROTOCOLS))  # every HTTP parser the daemon can serve with here
 def test_a_trickled_head_a_stalled_body_and_idle_connections_are_cut_at_the_timeout(
-    make_daemon: Callable[..., Daemon],
+    make_daemon: Callable[..., Daemon], protocol: str,
 ) -> None:
-    daemon = make_daemon(VELESMEM_INTERNAL_REQUEST_TIMEOUT_SECONDS=str(TIMEOUT_S)).start()
+    daemon = make_daemon(VELESMEM_INTERNAL_REQUEST_TIMEOUT_SECONDS=str(TIMEOUT_S),
+                         **{HTTP_PROTOCOL_ENV: protocol}).start()
     host = f"Host: 127.0.0.1:{daemon.port}\r\n"
     silent, trickled, stalled, kept_alive = (tls_socket(daemon) for _ in range(4))
     try:
@@ -69,14 +73,16 @@ def test_a_trickled_head_a_stalled_body_and_idle_connections_are_cut_at_the_time
     assert httpx.get(f"{daemon.base}/health", verify=daemon.ssl_context()).status_code == 200
 
 
+@pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
 def test_slow_headers_are_timed_out_and_health_answers_under_a_256_fd_limit(
-    make_daemon: Callable[..., Daemon],
+    make_daemon: Callable[..., Daemon], protocol: str,
 ) -> None:
     """300 clients send half a request head and stop, against a daemon allowed 256 descriptors:
     uncapped they exhausted them (accept() failed, /health with it). Capped below the limit, each
     new connection closes the one that waited longest for a request; /health probes on fresh
     connections all answer, and every slow connection is closed in the end."""
-    daemon = make_daemon(nofile=NOFILE, VELESMEM_INTERNAL_REQUEST_TIMEOUT_SECONDS="3").start()
+    daemon = make_daemon(nofile=NOFILE, VELESMEM_INTERNAL_REQUEST_TIMEOUT_SECONDS="3",
+                         **{HTTP_PROTOCOL_ENV: protocol}).start()
     failures: list[str] = []
     latencies: list[float] = []
     stop = threading.Event()

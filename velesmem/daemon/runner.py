@@ -106,7 +106,8 @@ def serve_http(settings: Settings) -> int:
                 context = server_ssl_context(files)
                 tls = ServeTls(context, LeafRenewer(files, context, tuning.leaf_lifetime_s))
             max_connections = connection_cap(settings.http_max_connections)
-            policy = ConnectionPolicy(max_connections=max_connections, request_timeout_s=tuning.request_timeout_s)
+            policy = ConnectionPolicy(max_connections=max_connections, request_timeout_s=tuning.request_timeout_s,
+                                      protocol=tuning.http_protocol)
             server = build_server(AppContext(runtime))
             app, handle = build_app(server, runtime, address, idle_timeout_s=tuning.session_idle_s,
                                     body_queue_s=tuning.body_queue_s, auth=auth)

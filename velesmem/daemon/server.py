@@ -14,6 +14,7 @@ import logging
 import asyncio
 import contextlib
 import gc
+import importlib.util
 import signal
 import socket
 import ssl
@@ -29,13 +30,19 @@ from uvicorn.server import STARTUP_FAILURE
 
 from velesmem import limits
 from velesmem.daemon.app import McpHandle
-from velesmem.daemon.connections import ConnectionPolicy, ConnectionTable, GuardedH11Protocol
+from velesmem.daemon.connections import HTTP_PROTOCOL, ConnectionPolicy, ConnectionTable, guarded_protocol
 from velesmem.daemon.renewal import LeafRenewer
 from velesmem.errors import Internal
 
 log = logging.getLogger("velesmem.daemon")
 
 POLL_S = 0.02
+
+
+def serving_stack() -> tuple[str, str]:
+    """(event loop, HTTP protocol) the daemon serves on here, as uvicorn names them: the loop is
+    uvicorn's choice ("auto": uvloop if installed), the protocol ours (``connections``)."""
+    return ("uvloop" if importlib.util.find_spec("uvloop") is not None else "asyncio"), HTTP_PROTOCOL
 
 
 @dataclass(frozen=True)
@@ -87,8 +94,10 @@ class _DaemonServer(uvicorn.Server):
         loop = asyncio.get_running_loop()
         timeout_s = self.table.policy.request_timeout_s
 
-        def protocol() -> GuardedH11Protocol:
-            return GuardedH11Protocol(config=self.config, server_state=self.server_state,
+        guarded = guarded_protocol(self.table.policy.protocol)
+
+        def protocol() -> asyncio.Protocol:
+            return guarded(config=self.config, server_state=self.server_state,
                                       app_state=self.lifespan.state, table=self.table)
 
         tls_options = {} if self.tls is None else {

@@ -2,7 +2,8 @@
 
 The contract keeps ``limit`` as a deprecated alias of ``k`` for recall, recall_where and
 recall_fused. A tool module declares such an alias with :func:`deprecated_alias`; the middleware
-renames it before validation, and refuses a call that sends both spellings.
+(and the direct ``tools/call`` path, ``velesmem.mcp.dispatch``) renames it before validation, and
+refuses a call that sends both spellings.
 """
 
 from __future__ import annotations
@@ -17,6 +18,31 @@ from velesmem.errors import InvalidInput
 from velesmem.mcp.errors import mcp_error_for
 
 
+def rename_aliases(
+    tool: str, arguments: dict[str, Any], renames: dict[str, str]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """``arguments`` with every alias in ``renames`` under its canonical name, and which canonical
+    names the caller sent as an alias (canonical → alias). Raises InvalidInput if both were sent."""
+    arguments = dict(arguments)
+    sent_as: dict[str, str] = {}
+    for alias, canonical in renames.items():
+        if alias not in arguments:
+            continue
+        if canonical in arguments:
+            raise InvalidInput(
+                f"{tool}: send {canonical!r} only; {alias!r} is its "
+                f"deprecated alias and both were given"
+            )
+        arguments[canonical] = arguments.pop(alias)
+        sent_as[canonical] = alias
+    return arguments, sent_as
+
+
+def uses_alias(arguments: dict[str, Any] | None, renames: dict[str, str] | None) -> bool:
+    """True if the call sent any deprecated spelling (the only case that needs renaming)."""
+    return bool(renames and arguments and any(alias in arguments for alias in renames))
+
+
 class AliasMiddleware(Middleware):
     """Rename deprecated argument names to their canonical name before the tool validates them."""
 
@@ -26,20 +52,10 @@ class AliasMiddleware(Middleware):
     async def on_call_tool(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]) -> Any:
         renames = self.aliases.get(context.message.name)
         arguments = context.message.arguments
-        if not (renames and arguments and any(alias in arguments for alias in renames)):
+        if not uses_alias(arguments, renames):
             return await call_next(context)
-        arguments = dict(arguments)
-        sent_as: dict[str, str] = {}  # canonical -> the alias the caller used
-        for alias, canonical in renames.items():
-            if alias not in arguments:
-                continue
-            if canonical in arguments:
-                raise InvalidInput(
-                    f"{context.message.name}: send {canonical!r} only; {alias!r} is its "
-                    f"deprecated alias and both were given"
-                )
-            arguments[canonical] = arguments.pop(alias)
-            sent_as[canonical] = alias
+        assert renames is not None and arguments is not None
+        arguments, sent_as = rename_aliases(context.message.name, arguments, renames)
         message = context.message.model_copy(update={"arguments": arguments})
         try:
             return await call_next(context.copy(message=message))

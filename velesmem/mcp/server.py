@@ -11,6 +11,7 @@ from fastmcp import FastMCP
 from velesmem import __version__
 from velesmem.mcp import tools as tools_package
 from velesmem.mcp.aliases import AliasMiddleware
+from velesmem.mcp import dispatch
 from velesmem.mcp.app import AppContext
 from velesmem.mcp.errors import ErrorMappingMiddleware, quiet_expected_tool_errors
 
@@ -61,12 +62,15 @@ def build_server(app: AppContext) -> FastMCP:
         mask_error_details=False,
         on_duplicate="error",
     )
+    aliases = AliasMiddleware()
     mcp.add_middleware(ErrorMappingMiddleware())  # outermost: sees every failure, alias ones too
-    mcp.add_middleware(AliasMiddleware())
+    mcp.add_middleware(aliases)
     quiet_expected_tool_errors()
     for module in tool_modules():
         module.register(mcp, app)
     _serve_only_tools(mcp)
+    # tools/call skips FastMCP's per-call machinery; the middlewares above serve what it hands back.
+    dispatch.install(mcp, aliases)
     return mcp
 
 

@@ -3,10 +3,13 @@
 The client (fastmcp, strict TLS against the daemon's CA) is imported and ready before the clock
 starts; the daemon gets a fresh store and TLS dir each run (so the CA and leaf are generated too:
 a first start), or ``--warm-tls`` reuses one TLS dir across runs (a restart). Each run times:
-``/health`` answering 200, the first ``memory_status`` (needs no vectors), and the first
+``/health`` answering 200, the first ``memory_status`` (needs no vectors; with the CPU the daemon
+spent until it answered, a figure the other programs on a shared machine barely move), and the first
 ``recall`` (waits for the Runtime to be ready). Prints the median and the spread over
 ``--runs``, and the daemon's own import time of its heaviest modules (``-X importtime``) from one
-extra run. Writes bench/results/cold_start.json.
+extra run. Writes bench/results/cold_start.json. The checkout is byte-compiled first, as pip
+does at install (with ``PYTHONDONTWRITEBYTECODE`` set a checkout never gets its ``.pyc`` files,
+and every start would compile velesmem from source: ~0.2 s here).
 
 Run: python3 bench/cold_start.py [--runs 5] [--embedder hash] [--warm-tls]
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import compileall
 import os
 import re
 import shutil
@@ -27,7 +31,7 @@ from typing import Any
 
 import httpx
 from _common import machine, median, print_table, write_results
-from _daemon import Served, daemon_env, free_port, load_average
+from _daemon import CHECKOUT, Served, daemon_env, free_port, load_average, process_cpu_s
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 
@@ -82,15 +86,17 @@ def one_run(root: Path, embedder: str, tool: str, args: dict[str, Any], extra: l
 
 
 def measure(root: Path, embedder: str) -> dict[str, float]:
-    """One cold start: the first memory_status, then (same daemon) /health and the first recall."""
+    """One cold start: the first memory_status (and the daemon's CPU until then), then (same
+    daemon) the first recall."""
     took, proc, base, ca = one_run(root, embedder, "memory_status", {}, [])
+    cpu = process_cpu_s(proc.pid)
     served = Served(proc, f"{base}/mcp", base, ca, root / "daemon.log")
     try:
         t0 = time.perf_counter()
         recall = asyncio.run(first_call(base, ca, "recall", {"query": "first recall", "k": 5}, t0))
     finally:
         served.stop()
-    return {"first_tool_s": took, "then_recall_s": recall}
+    return {"first_tool_s": took, "first_tool_cpu_s": cpu, "then_recall_s": recall}
 
 
 def measure_health(root: Path, embedder: str) -> float:
@@ -126,6 +132,7 @@ def main() -> None:
     parser.add_argument("--embedder", default="hash")
     parser.add_argument("--warm-tls", action="store_true", help="reuse one TLS dir (a restart, not a first start)")
     args = parser.parse_args()
+    compileall.compile_dir(CHECKOUT / "velesmem", quiet=1)  # as an installed daemon has it
     load_before = load_average()
     results: list[dict[str, float]] = []
     with tempfile.TemporaryDirectory(prefix="velesmem-cold-") as tmp:
@@ -144,7 +151,7 @@ def main() -> None:
             print(row, file=sys.stderr, flush=True)
         imports = heaviest_imports(Path(tmp) / "imports", args.embedder)
     load_after = load_average()
-    keys = ["health_s", "first_tool_s", "then_recall_s"]
+    keys = ["health_s", "first_tool_s", "first_tool_cpu_s", "then_recall_s"]
     summary = {k: {"median": round(median([r[k] for r in results]), 3),
                    "min": round(min(r[k] for r in results), 3),
                    "max": round(max(r[k] for r in results), 3)} for k in keys}
@@ -157,6 +164,7 @@ def main() -> None:
     print_table(["from spawn to", "median s", "min s", "max s"],
                 [["/health 200", *summary["health_s"].values()],
                  ["first tool call answered (memory_status)", *summary["first_tool_s"].values()],
+                 ["  the daemon's CPU until then (user + sys)", *summary["first_tool_cpu_s"].values()],
                  ["then the first recall (after that call)", *summary["then_recall_s"].values()]])
     print("\nheaviest imports of the daemon until its first answer (cumulative s, -X importtime, one run):")
     for name, seconds in imports:

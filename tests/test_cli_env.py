@@ -38,3 +38,19 @@ def test_the_cli_runs_numpy_with_one_blas_thread() -> None:
 @pytest.mark.parametrize("chosen", ["2", "4"])
 def test_a_thread_count_the_user_set_wins(chosen: str) -> None:
     assert _probe(OPENBLAS_NUM_THREADS=chosen) == chosen
+
+
+# The daemon stack: a command's parser never needs it (each handler imports what it uses).
+DAEMON_STACK = ("fastmcp", "mcp", "uvicorn", "starlette", "pydantic", "numpy", "faiss",
+                "cryptography", "velesmem.daemon", "velesmem.runtime", "velesmem.store")
+
+
+def test_parsing_any_command_loads_no_daemon_stack() -> None:
+    code = ("import sys\nfrom velesmem.cli import build_parser\nbuild_parser()\n"
+            "print(' '.join(sorted(m for m in sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    modules = done.stdout.split()
+    assert "velesmem.cli.wire" in modules  # every command was registered
+    stack = [m for m in modules if any(m == s or m.startswith(s + ".") for s in DAEMON_STACK)]
+    assert not stack, stack

@@ -3,7 +3,12 @@
 Timeouts and the leaf lifetime come from ``tuning.Tuning`` (internal knobs for tests).
 
 Order matters: the bind policy and the store lock are checked before anything slow, so a second
-daemon on the same store fails in well under a second with the lock message.
+daemon on the same store fails in well under a second with the lock message. The port is bound
+next, before the slow imports, so a client that connects while the daemon starts waits in the
+listen backlog for its answer instead of being refused and retrying. Start-up runs with the
+cyclic garbage collector off (it would walk the growing heap of fastmcp, pydantic and numpy
+again and again while they import, ~15 % of the start-up CPU); ``server.py`` freezes what
+start-up built and turns it back on just before serving.
 """
 
 from __future__ import annotations
@@ -78,6 +83,14 @@ def serve_http(settings: Settings) -> int:
     """Serve MCP over streamable HTTPS until SIGTERM/SIGINT; return the exit code."""
     address = check_bind_allowed(settings)
     tuning = Tuning.from_env()
+    gc.disable()  # until server.py's startup freezes the start-up heap (see the module docstring)
+    try:
+        return _serve_http(settings, address, tuning)
+    finally:
+        gc.enable()
+
+
+def _serve_http(settings: Settings, address: DaemonAddress, tuning: Tuning) -> int:
     from velesmem.runtime import Runtime, configure_logging
 
     # The lock first, before the slow imports: a second daemon on this store fails fast. The
@@ -85,11 +98,11 @@ def serve_http(settings: Settings) -> int:
     configure_logging()
     runtime = Runtime.open(settings, start=False)  # StoreLocked → the caller prints it, exit 1
     try:
-        from velesmem.daemon.auth import auth_policy
-
-        auth = auth_policy(settings, address, runtime.store)  # no live token when one is needed
-        sock = _bind_socket(address)
+        sock = _bind_socket(address)  # before the slow imports: early clients wait, not retry
         try:
+            from velesmem.daemon.auth import auth_policy
+
+            auth = auth_policy(settings, address, runtime.store)  # no live token when one is needed
             lifetime = dt.timedelta(seconds=tuning.leaf_lifetime_s)
             files = None if address.scheme == "http" else prepare_tls(
                 settings.tls_dir, names=address.served_names(), leaf_lifetime=lifetime)

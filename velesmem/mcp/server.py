@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
+from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
 from fastmcp import FastMCP
 
@@ -36,6 +39,23 @@ UNSERVED_METHODS = (
 )
 
 
+class _Server(FastMCP):
+    """FastMCP whose ``@mcp.tool(...)`` passes a tool's docstring as its description. Our tool
+    docstrings are the plain descriptions; left on the function, FastMCP would load griffe to look
+    for Args/Returns sections in them (~30 ms of the daemon's start-up, before its first answer)."""
+
+    def tool(self, name_or_fn: Any = None, **options: Any) -> Any:  # FastMCP.tool's signature
+        if name_or_fn is not None or "description" in options:
+            return super().tool(name_or_fn, **options)
+
+        def register(fn: Callable[..., Any]) -> Any:
+            description = inspect.getdoc(fn)
+            fn.__doc__ = None
+            return super(_Server, self).tool(description=description, **options)(fn)
+
+        return register
+
+
 def tool_modules() -> list[ModuleType]:
     """Every module of ``velesmem.mcp.tools`` that defines ``register``.
 
@@ -54,7 +74,7 @@ def tool_modules() -> list[ModuleType]:
 
 def build_server(app: AppContext) -> FastMCP:
     """The one FastMCP server that stdio and HTTPS both serve, bound to ``app``'s services."""
-    mcp = FastMCP(
+    mcp = _Server(
         name=SERVER_NAME,
         instructions=INSTRUCTIONS,
         version=__version__,

@@ -162,6 +162,10 @@ SQLITE_WRITER_CACHE_KIB = 16 * KIB  # page cache of the one writer connection
 # Page cache of each reader connection (one per thread that reads: the worker pool, the
 # autograph, the sweeper, ...): the daemon's readers hold at most about a dozen of these.
 SQLITE_READER_CACHE_KIB = 4 * KIB
+# Page cache of each connection that reads exact vectors back for a search's candidates (a few
+# dozen random rows a search: the cache holds the B-tree's inner pages, the rows come from the
+# OS page cache).
+SQLITE_VECTOR_READER_CACHE_KIB = 512
 
 # --- CPU --------------------------------------------------------------------------------------
 # Threads of numpy's BLAS in a velesdb-memory process. The daemon runs many small matrix

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from velesmem.ids import to_i64, to_u64
 from velesmem.store.sqlite import vector_index
@@ -267,3 +268,29 @@ def test_bm25_scratch_tokenizer_matches_the_store_schema() -> None:
     from velesmem.store.sqlite import schema
 
     assert f"tokenize='{ranking.FTS_TOKENIZER}'" in inspect.getsource(schema)
+
+
+def test_scores_are_exact_and_near_ties_rank_as_with_float32(monkeypatch) -> None:
+    """The index holds float16 codes; its scores and exact rankings are float32 ones."""
+    rng = np.random.default_rng(11)
+    base = vectors(1, seed=11)[0]
+    # 300 vectors within float16 rounding of each other's score: their order is decided below
+    # the float16 resolution, so only the exact rescoring gets it right
+    x = (base + rng.standard_normal((300, 16)).astype(np.float32) * 1e-4).astype(np.float32)
+    ids = np.arange(300, dtype=np.int64)
+    index = VectorIndex(16)
+    index.add(ids, x)
+    q = base
+    for allowed in (None, ids[ids % 2 == 0]):
+        pool = ids if allowed is None else allowed
+        sims = x[pool] @ q
+        want = [int(pool[i]) for i in np.lexsort((pool, -sims))[:10]]
+        got = index.search(q, 10, allowed)
+        assert [i for i, _ in got] == want
+        assert [s for _, s in got] == pytest.approx([float(x[i] @ q) for i in want], rel=1e-6)
+    sims = index.similarities(q, [5, 7, 999])
+    assert sims == pytest.approx({5: float(x[5] @ q), 7: float(x[7] @ q)}, rel=1e-6)
+    monkeypatch.setattr(vector_index, "EXACT_SCAN_MAX", 0)  # the HNSW path: scores exact too
+    got = index.search(q, 5)
+    assert [s for _, s in got] == pytest.approx([float(x[i] @ q) for i, _ in got], rel=1e-6)
+

@@ -294,3 +294,23 @@ def test_scores_are_exact_and_near_ties_rank_as_with_float32(monkeypatch) -> Non
     got = index.search(q, 5)
     assert [s for _, s in got] == pytest.approx([float(x[i] @ q) for i, _ in got], rel=1e-6)
 
+
+
+def test_ids_are_found_in_the_sorted_rows_and_in_the_rows_added_since(monkeypatch) -> None:
+    """The id → row map (sorted rows + a scan of the newest) finds every row, dead or alive."""
+    monkeypatch.setattr(vector_index, "SORTED_REBUILD_MIN", 100)
+    x = vectors(3000, seed=9)
+    rng = np.random.default_rng(9)
+    ids = rng.permutation(np.unique(rng.integers(-(1 << 62), 1 << 62, 3100)))[:3000]
+    index = VectorIndex(16)
+    for start in range(0, 3000, 7):  # many small adds: the sorted part lags behind
+        index.add(ids[start:start + 7], x[start:start + 7])
+    gone = ids[::3].tolist()  # from the sorted part and from the newest rows
+    index.remove(gone)
+    assert index.live_count == 3000 - len(gone) and index.ntotal == 3000
+    index.add(ids[::3][:50], x[::3][:50])  # revived in place, not added again
+    assert index.ntotal == 3000 and index.live_count == 3000 - len(gone) + 50
+    assert set(index.similarities(x[1], ids[:6].tolist())) == set(ids[:6].tolist())
+    assert ids[3 * 60] not in dict(index.search(x[3 * 60], 5))
+    index.bulk_add(ids, x)  # every id is known: nothing is added
+    assert index.ntotal == 3000

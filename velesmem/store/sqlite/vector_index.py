@@ -44,6 +44,7 @@ MAX_EF_SEARCH = 4096
 EXACT_SCAN_MAX = 4_096
 EXACT_FILTER_MAX = 8_192
 SORTED_REBUILD_MIN = 4_096  # rows added before the sorted id → row map is rebuilt
+LOOKUP_SCAN_MAX = 16  # ids looked up one by one among the rows added since (else sorted)
 REBUILD_MIN_TOMBSTONES = 1024
 REBUILD_TOMBSTONE_FRACTION = 0.2
 PENDING_CHUNK = 64  # vectors moved into HNSW per indexer step (the write lock is held meanwhile)
@@ -147,8 +148,7 @@ class VectorIndex:
         self._row_ids = np.zeros(max(1024, self._n * 2), dtype=np.int64)
         self._row_ids[: self._n] = ids
         self._dead = np.zeros(len(self._row_ids), dtype=bool)
-        self._rows: dict[int, int] = {int(i): r for r, i in enumerate(ids)}
-        # (ids of rows [0, base) sorted, their rows, base): the filtered searches' id → row map
+        # (ids of rows [0, base) sorted, their rows, base): the id → row map (``_lookup``)
         self._sorted: tuple[np.ndarray, np.ndarray, int] | None = None
         self._n_dead = 0
         self._not_dead_sel: faiss.IDSelector | None = None
@@ -285,8 +285,6 @@ class VectorIndex:
             self._dead = dead
         self._row_ids[self._n:need] = ids
         self._dead[self._n:need] = False
-        for off, i in enumerate(ids.tolist()):
-            self._rows[i] = self._n + off
         self._n = need
 
     # --- mutation -----------------------------------------------------------------------------
@@ -297,8 +295,9 @@ class VectorIndex:
             self._memory.put(ids, vectors)
         try:
             with self.lock.write():
+                rows = self._lookup(ids)
                 fresh = [p for p, i in enumerate(ids.tolist())
-                         if i not in self._rows and i not in self._p_rows]
+                         if rows[p] < 0 and i not in self._p_rows]
                 if fresh:
                     self._add_main(ids[fresh], vectors[fresh])
         finally:
@@ -312,9 +311,10 @@ class VectorIndex:
             self._memory.put(ids, vectors)
         with self.lock.write():
             fresh: list[int] = []
+            rows = self._lookup(ids).tolist()
             for pos, i in enumerate(ids.tolist()):
-                row = self._rows.get(i)
-                if row is not None:
+                row = rows[pos]
+                if row >= 0:
                     if self._dead[row]:
                         self._dead[row] = False
                         self._n_dead -= 1
@@ -361,12 +361,12 @@ class VectorIndex:
     def remove(self, ids: list[int]) -> None:
         """Tombstone these int64 ids; rebuild when tombstones pass the threshold."""
         with self.lock.write():
-            for i in ids:
+            rows = self._lookup(np.asarray(ids, dtype=np.int64)).tolist()
+            for i, row in zip(ids, rows):
                 prow = self._p_rows.pop(i, None)
                 if prow is not None:
                     self._p_alive[prow] = False
-                row = self._rows.get(i)
-                if row is not None and not self._dead[row]:
+                if row >= 0 and not self._dead[row]:
                     self._dead[row] = True
                     self._n_dead += 1
                     self._not_dead_sel = None
@@ -420,8 +420,7 @@ class VectorIndex:
                 self._rebuilder = None
             self._cv.notify_all()  # the paused indexer and waiting writers
 
-    def _build(self, rows: np.ndarray
-               ) -> tuple[faiss.IndexIDMap, np.ndarray, dict[int, int]] | None:
+    def _build(self, rows: np.ndarray) -> tuple[faiss.IndexIDMap, np.ndarray] | None:
         """A new index of the old index's ``rows``, built with no lock held except a read lock
         while each chunk's vectors are copied out; None when cancelled."""
         index = _new_faiss(self.dimension)
@@ -438,10 +437,9 @@ class VectorIndex:
                 self._build_hook(start + len(chunk))
         if self._rebuild_cancel.is_set():
             return None
-        return index, ids, {int(i): r for r, i in enumerate(ids.tolist())}
+        return index, ids
 
-    def _swap(self, rows: np.ndarray, index: faiss.IndexIDMap, ids: np.ndarray,
-              id_rows: dict[int, int]) -> None:
+    def _swap(self, rows: np.ndarray, index: faiss.IndexIDMap, ids: np.ndarray) -> None:
         """Install the new index (hold the write lock): snapshot ids removed since are
         tombstoned in it; old rows alive now but not in it (revived, or indexed since the
         snapshot) go back to the pending buffer, so the indexer adds them to the new index."""
@@ -460,7 +458,6 @@ class VectorIndex:
         self._dead = np.zeros(cap, dtype=bool)
         self._dead[:n] = dead
         self._n_dead = int(dead.sum())
-        self._rows = id_rows
         self._sorted = None
         self._not_dead_sel = None
         self._sel_keep = ()
@@ -476,7 +473,6 @@ class VectorIndex:
         ids = self._row_ids[keep].copy()
         self._index = _new_faiss(self.dimension)
         self._n = 0
-        self._rows = {}
         self._sorted = None
         self._n_dead = 0
         self._not_dead_sel = None
@@ -537,12 +533,7 @@ class VectorIndex:
         a sorted copy of the ids of rows [0, base) (re-sorted once rows added since pass an
         eighth of it), and in the few rows added since."""
         n = self._n
-        base = self._sorted
-        if base is None or n - base[2] > max(SORTED_REBUILD_MIN, base[2] // 8):
-            order = np.argsort(self._row_ids[:n], kind="stable")
-            base = (self._row_ids[:n][order], order.astype(np.int64), n)
-            self._sorted = base
-        sorted_ids, sorted_rows, base_n = base
+        sorted_ids, sorted_rows, base_n = self._sorted_base()
         ids = np.asarray(ids, dtype=np.int64)
         found = np.zeros(0, np.int64)
         if len(sorted_ids) and len(ids):
@@ -555,6 +546,43 @@ class VectorIndex:
             pos = np.minimum(np.searchsorted(wanted, tail), len(wanted) - 1)
             found = np.concatenate([found, np.flatnonzero(wanted[pos] == tail) + base_n])
         return found[~self._dead[found]] if len(found) else found
+
+    def _sorted_base(self) -> tuple[np.ndarray, np.ndarray, int]:
+        """The sorted ids of rows [0, base), their rows, and base (hold a lock), re-sorted once
+        the rows added since pass an eighth of it."""
+        n = self._n
+        base = self._sorted
+        if base is None or n - base[2] > max(SORTED_REBUILD_MIN, base[2] // 8):
+            order = np.argsort(self._row_ids[:n], kind="stable")
+            base = (self._row_ids[:n][order], order.astype(np.int64), n)
+            self._sorted = base
+        return base
+
+    def _lookup(self, ids: np.ndarray) -> np.ndarray:
+        """The HNSW row of each of ``ids``, tombstoned ones included, -1 where none (hold a
+        lock): a binary search in the sorted rows, a scan of the few added since."""
+        ids = np.asarray(ids, dtype=np.int64)
+        out = np.full(len(ids), -1, dtype=np.int64)
+        if not len(ids) or not self._n:
+            return out
+        sorted_ids, sorted_rows, base_n = self._sorted_base()
+        if len(sorted_ids):
+            pos = np.minimum(np.searchsorted(sorted_ids, ids), len(sorted_ids) - 1)
+            hit = sorted_ids[pos] == ids
+            out[hit] = sorted_rows[pos[hit]]
+        if self._n > base_n:
+            tail = self._row_ids[base_n:self._n]
+            if len(ids) <= LOOKUP_SCAN_MAX:
+                for k in np.flatnonzero(out < 0).tolist():
+                    at = np.flatnonzero(tail == ids[k])
+                    if len(at):
+                        out[k] = base_n + int(at[0])
+            else:
+                order = np.argsort(tail, kind="stable")
+                pos = np.minimum(np.searchsorted(tail[order], ids), len(tail) - 1)
+                hit = (tail[order][pos] == ids) & (out < 0)
+                out[hit] = base_n + order[pos[hit]]
+        return out
 
     def _scan(self, q: np.ndarray, n: int, rows: np.ndarray | None, count: int,
               bound: float) -> tuple[np.ndarray, np.ndarray]:
@@ -625,8 +653,9 @@ class VectorIndex:
         """Exact inner product of ``query`` with the stored vector of each live id."""
         q = np.asarray(query, dtype=np.float32).reshape(self.dimension)
         with self.lock.read():
-            live = [i for i in ids if i in self._p_rows
-                    or ((r := self._rows.get(i)) is not None and not self._dead[r])]
+            rows = self._lookup(np.asarray(ids, dtype=np.int64)).tolist()
+            live = [i for i, r in zip(ids, rows)
+                    if i in self._p_rows or (r >= 0 and not self._dead[r])]
         if not live:
             return {}
         found, vectors = self.source.fetch(np.asarray(live, dtype=np.int64))
@@ -637,8 +666,8 @@ class VectorIndex:
         float32, pending ones as given)."""
         with self.lock.read():
             keys = np.asarray(ids, dtype=np.int64).tolist()
-            main = [(i, r) for i in keys if (r := self._rows.get(i)) is not None
-                    and not self._dead[r]]
+            rows = self._lookup(np.asarray(keys, dtype=np.int64)).tolist()
+            main = [(i, r) for i, r in zip(keys, rows) if r >= 0 and not self._dead[r]]
             pend = [(i, self._p_rows[i]) for i in keys if i in self._p_rows]
             vectors = np.vstack([decode(self._index, np.asarray([r for _, r in main], np.int64)),
                                  self._p_vecs[[r for _, r in pend]]])

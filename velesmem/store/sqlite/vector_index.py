@@ -5,9 +5,10 @@ max(160, n). The index holds float16 codes (half the memory of float32) and find
 them; the scores it returns are exact: the candidates' stored float32 vectors (``exact.py``:
 SQLite, the truth) are read back and multiplied with the query. Where a search is exact (small
 sets, below), every row whose float16 score is within the rounding bound of the n-th best is a
-candidate, so the exact top n is the same as with float32 vectors. FAISS ids are the u64 fact ids reinterpreted as int64 (``ids.to_i64``). HNSW cannot
-remove vectors, so a forgotten or expired fact becomes a tombstone: every search excludes
-tombstones (an ``IDSelectorNot`` over them, or a mask in the exact path) and the index is rebuilt
+candidate, so the exact top n is the same as with float32 vectors. FAISS ids are the u64 fact
+ids reinterpreted as int64 (``ids.to_i64``). HNSW cannot remove vectors, so a forgotten or expired
+fact becomes a tombstone: every search excludes tombstones (an ``IDSelectorNot`` over them, or a
+bitmap of the live rows in the exact path) and the index is rebuilt
 from its own live vectors once tombstones pass a fifth of it. With the indexer running that rebuild
 happens in a background thread with no lock held while it adds vectors (searches keep using the old
 index and its tombstones); a short write-locked swap then applies what changed meanwhile.
@@ -724,7 +725,7 @@ class VectorIndex:
                 return None
             loaded = cls(dimension, index, int(side.get("watermark", 0)), source)
             if source is None:  # no store behind it: its own float16 vectors will do
-                loaded.source = _OwnVectors(loaded)
+                loaded.source, loaded._memory = _OwnVectors(loaded), None
             return loaded
         except (OSError, ValueError, RuntimeError, TypeError, AttributeError):
             return None

@@ -161,9 +161,7 @@ REMOTE_EMBED_BACKOFF_SECONDS = 0.2  # doubled after each failed try
 # (a 49 MiB store at 20k facts showed 229 MiB of mapped pages, growing with the store). Reads go
 # through each connection's page cache, backed by the OS page cache (not counted as ours).
 SQLITE_MMAP_BYTES = 0
-# Page cache of the one writer connection: the B-trees' inner pages (0.7 MiB at 100k facts)
-# stay in it; the leaves a write touches are random and come from the OS page cache anyway.
-SQLITE_WRITER_CACHE_KIB = 8 * KIB
+SQLITE_WRITER_CACHE_KIB = 16 * KIB  # page cache of the one writer connection
 # Page cache of each reader connection (one per thread that reads: the worker pool, the
 # autograph, the sweeper, ...): the daemon's readers hold at most about a dozen of these.
 SQLITE_READER_CACHE_KIB = 4 * KIB
@@ -178,7 +176,3 @@ SQLITE_VECTOR_READER_CACHE_KIB = 512
 # own threads add nothing there and spin between calls: 8 HTTPS clients doing remember + recall
 # cost 12.9-15.3 ms of daemon CPU per call with two BLAS threads, 8.0-9.9 ms with one.
 BLAS_THREADS = 1
-# glibc malloc arenas of a velesdb-memory process (mallopt M_ARENA_MAX, unless MALLOC_ARENA_MAX
-# is set): the daemon's many threads would otherwise each fill an arena of their own.
-MALLOPT_ARENA_MAX = -8  # glibc's M_ARENA_MAX
-MALLOC_ARENAS = 2

@@ -9,7 +9,6 @@ adding a module. Heavy imports stay inside handlers so ``--help`` is instant.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import importlib
 import os
 import pkgutil
@@ -50,24 +49,11 @@ def _command_modules() -> list:
     return modules
 
 
-def _limit_malloc_arenas() -> None:
-    """Cap glibc's malloc arenas before any thread starts (``MALLOC_ARENA_MAX`` set by the user
-    wins): each thread that allocates may get its own arena, up to 8 per core, and the memory
-    freed in one is kept there; a few shared arenas keep the daemon's heap smaller."""
-    if not sys.platform.startswith("linux") or "MALLOC_ARENA_MAX" in os.environ:
-        return
-    try:
-        ctypes.CDLL(None).mallopt(limits.MALLOPT_ARENA_MAX, limits.MALLOC_ARENAS)
-    except (OSError, AttributeError):  # not glibc
-        pass
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of both console scripts."""
     # Before anything loads numpy (heavy imports wait for the handlers); a value set by the
     # user still wins.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", str(limits.BLAS_THREADS))
-    _limit_malloc_arenas()
     parser = build_parser()
     serve = _serve_module()
     if serve is not None:

@@ -139,6 +139,9 @@ MAX_MIGRATION_OBSERVATION_WINDOW = 1_000
 MIGRATION_PAUSE_WAIT_MS = 2_000  # longest wait for in-flight calls once requests are paused
 
 # --- embedders ----------------------------------------------------------------------------
+# Tokens whose hash bucket the hash embedder remembers (~250 bytes each). Every distinct token
+# of every text passes through it, so 200,000 held ~30 MiB at 100k facts; common words stay in.
+HASH_TOKEN_CACHE = 16_384
 EMBED_WARM_WAIT_SECONDS = 30.0  # how long a call waits for a model that is still loading
 # Texts per model call (sorted by token length). Compute-bound: 16 costs no more CPU per text
 # than 64, and a query queued behind a bulk import waits for at most one such call.
@@ -162,6 +165,10 @@ SQLITE_WRITER_CACHE_KIB = 16 * KIB  # page cache of the one writer connection
 # Page cache of each reader connection (one per thread that reads: the worker pool, the
 # autograph, the sweeper, ...): the daemon's readers hold at most about a dozen of these.
 SQLITE_READER_CACHE_KIB = 4 * KIB
+# Page cache of each connection that reads exact vectors back for a search's candidates (a few
+# dozen random rows a search: the cache holds the B-tree's inner pages, the rows come from the
+# OS page cache).
+SQLITE_VECTOR_READER_CACHE_KIB = 512
 
 # --- CPU --------------------------------------------------------------------------------------
 # Threads of numpy's BLAS in a velesdb-memory process. The daemon runs many small matrix

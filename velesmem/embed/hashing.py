@@ -22,6 +22,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from velesmem import limits
 from velesmem.embed.stopwords import STOPWORDS
 from velesmem.ids import fnv1a64
 
@@ -43,7 +44,7 @@ def content_tokens(text: str) -> list[str]:
     return kept or tokens
 
 
-@lru_cache(maxsize=200_000)
+@lru_cache(maxsize=limits.HASH_TOKEN_CACHE)
 def _bucket(token: str, dimension: int) -> tuple[int, float]:
     h = fnv1a64(token.encode("utf-8"))
     return h % dimension, (-1.0 if h >> 63 else 1.0)

@@ -101,6 +101,35 @@ def test_missing_or_corrupt_index_is_rebuilt(tmp_path: Path, damage: str) -> Non
         assert mem.recall("fact 3 on topic 3", k=1).memories[0].id == ids[3]
 
 
+def test_a_format_1_index_file_is_rebuilt_from_the_stored_vectors(tmp_path: Path) -> None:
+    """A store saved by a velesmem whose index was IndexIDMap2(IndexHNSWFlat) (format 1)."""
+    import hashlib
+    import json
+
+    import faiss
+
+    ids = _fill(tmp_path)
+    with MemoryService.open(tmp_path) as mem:
+        want = [(m.id, m.score) for m in mem.recall("fact 3 on topic 3", k=10).memories]
+    conn = sqlite3.connect(tmp_path / "memory.sqlite3")
+    rows = conn.execute("SELECT id, vector FROM space_vectors WHERE space = 1").fetchall()
+    conn.close()
+    old = faiss.IndexIDMap2(faiss.IndexHNSWFlat(384, 32, faiss.METRIC_INNER_PRODUCT))
+    old.add_with_ids(np.vstack([np.frombuffer(v, np.float32) for _, v in rows]),
+                     np.asarray([i for i, _ in rows], dtype=np.int64))
+    faiss.write_index(old, str(tmp_path / INDEX_FILE))
+    side = json.loads((tmp_path / SIDECAR_FILE).read_text(encoding="utf-8"))
+    side |= {"format": 1, "ntotal": len(rows),
+             "sha256": hashlib.sha256((tmp_path / INDEX_FILE).read_bytes()).hexdigest()}
+    (tmp_path / SIDECAR_FILE).write_text(json.dumps(side), encoding="utf-8")
+    with MemoryService.open(tmp_path) as mem:
+        inner = faiss.downcast_index(mem.store.index._index.index)
+        assert isinstance(inner, faiss.IndexHNSWSQ)  # rebuilt, not read
+        assert mem.store.index.live_count == len(ids)
+        assert [(m.id, m.score) for m in mem.recall("fact 3 on topic 3", k=10).memories] == want
+    assert json.loads((tmp_path / SIDECAR_FILE).read_text(encoding="utf-8"))["format"] == 2
+
+
 def test_forgotten_facts_are_tombstoned_after_reopen(tmp_path: Path) -> None:
     ids = _fill(tmp_path)
     with MemoryService.open(tmp_path) as mem:

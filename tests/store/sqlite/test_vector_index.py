@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from velesmem.ids import to_i64, to_u64
 from velesmem.store.sqlite import vector_index
@@ -267,3 +268,49 @@ def test_bm25_scratch_tokenizer_matches_the_store_schema() -> None:
     from velesmem.store.sqlite import schema
 
     assert f"tokenize='{ranking.FTS_TOKENIZER}'" in inspect.getsource(schema)
+
+
+def test_scores_are_exact_and_near_ties_rank_as_with_float32(monkeypatch) -> None:
+    """The index holds float16 codes; its scores and exact rankings are float32 ones."""
+    rng = np.random.default_rng(11)
+    base = vectors(1, seed=11)[0]
+    # 300 vectors within float16 rounding of each other's score: their order is decided below
+    # the float16 resolution, so only the exact rescoring gets it right
+    x = (base + rng.standard_normal((300, 16)).astype(np.float32) * 1e-4).astype(np.float32)
+    ids = np.arange(300, dtype=np.int64)
+    index = VectorIndex(16)
+    index.add(ids, x)
+    q = base
+    for allowed in (None, ids[ids % 2 == 0]):
+        pool = ids if allowed is None else allowed
+        sims = x[pool] @ q
+        want = [int(pool[i]) for i in np.lexsort((pool, -sims))[:10]]
+        got = index.search(q, 10, allowed)
+        assert [i for i, _ in got] == want
+        assert [s for _, s in got] == pytest.approx([float(x[i] @ q) for i in want], rel=1e-6)
+    sims = index.similarities(q, [5, 7, 999])
+    assert sims == pytest.approx({5: float(x[5] @ q), 7: float(x[7] @ q)}, rel=1e-6)
+    monkeypatch.setattr(vector_index, "EXACT_SCAN_MAX", 0)  # the HNSW path: scores exact too
+    got = index.search(q, 5)
+    assert [s for _, s in got] == pytest.approx([float(x[i] @ q) for i, _ in got], rel=1e-6)
+
+
+
+def test_ids_are_found_in_the_sorted_rows_and_in_the_rows_added_since(monkeypatch) -> None:
+    """The id → row map (sorted rows + a scan of the newest) finds every row, dead or alive."""
+    monkeypatch.setattr(vector_index, "SORTED_REBUILD_MIN", 100)
+    x = vectors(3000, seed=9)
+    rng = np.random.default_rng(9)
+    ids = rng.permutation(np.unique(rng.integers(-(1 << 62), 1 << 62, 3100)))[:3000]
+    index = VectorIndex(16)
+    for start in range(0, 3000, 7):  # many small adds: the sorted part lags behind
+        index.add(ids[start:start + 7], x[start:start + 7])
+    gone = ids[::3].tolist()  # from the sorted part and from the newest rows
+    index.remove(gone)
+    assert index.live_count == 3000 - len(gone) and index.ntotal == 3000
+    index.add(ids[::3][:50], x[::3][:50])  # revived in place, not added again
+    assert index.ntotal == 3000 and index.live_count == 3000 - len(gone) + 50
+    assert set(index.similarities(x[1], ids[:6].tolist())) == set(ids[:6].tolist())
+    assert ids[3 * 60] not in dict(index.search(x[3 * 60], 5))
+    index.bulk_add(ids, x)  # every id is known: nothing is added
+    assert index.ntotal == 3000

@@ -43,6 +43,7 @@ from velesmem.store.protocol import (
     WarmProgress,
 )
 from velesmem.store.sqlite import spaces, writes
+from velesmem.store.sqlite.exact import StoredVectors
 from velesmem.store.sqlite.lock import StoreLock
 from velesmem.store.sqlite.predicates import compile_predicate
 from velesmem.store.sqlite.schema import SCHEMA_VERSION, current_version, migrate
@@ -60,8 +61,10 @@ _I64_MIN = -(1 << 63)
 log = logging.getLogger(__name__)
 
 
-def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
-    """A connection in autocommit mode (explicit BEGIN) with the store's pragmas.
+def connect(path: Path, *, readonly: bool = False,
+            cache_kib: int | None = None) -> sqlite3.Connection:
+    """A connection in autocommit mode (explicit BEGIN) with the store's pragmas (its page
+    cache ``cache_kib``, else the reader's or the writer's).
 
     ``readonly`` connections of a store this process has open keep scratch tables in ``temp``
     (recall's query-term statistics), so they are not opened with ``mode=ro``."""
@@ -69,7 +72,9 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
                            timeout=BUSY_TIMEOUT_MS / 1000)
     conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     conn.execute(f"PRAGMA mmap_size={limits.SQLITE_MMAP_BYTES}")
-    cache_kib = limits.SQLITE_READER_CACHE_KIB if readonly else limits.SQLITE_WRITER_CACHE_KIB
+    if cache_kib is None:
+        cache_kib = (limits.SQLITE_READER_CACHE_KIB if readonly
+                     else limits.SQLITE_WRITER_CACHE_KIB)
     conn.execute(f"PRAGMA cache_size=-{cache_kib}")
     if not readonly:
         conn.execute("PRAGMA journal_mode=WAL")
@@ -147,6 +152,7 @@ class SqliteStore:
         self._journal_max = int(row[0]) if row else 0
         self._journal_bytes = _journal_bytes(conn) if self._journal_epoch else 0
         self.building_index: VectorIndex | None = None
+        self._vector_sources: dict[int, StoredVectors] = {}
         self._token_table: Any = None  # SqliteTokens, opened at first use
 
     # --- opening -----------------------------------------------------------------------------
@@ -219,7 +225,8 @@ class SqliteStore:
             self.warm_done = True
             return
         space = self.serving
-        index = spaces.load_index(self.reader(), self.directory, space, progress, cancelled)
+        index = spaces.load_index(self.reader(), self.directory, space, progress, cancelled,
+                                  source=self.vector_source(space))
         if cancelled():
             return
 
@@ -250,6 +257,26 @@ class SqliteStore:
                 self._readers.append(conn)
         return conn
 
+    def vector_source(self, space: Space) -> StoredVectors:
+        """The exact stored vectors of ``space`` (its index's rescoring reads them)."""
+        with self._readers_lock:
+            source = self._vector_sources.get(space.id)
+            if source is None:
+                source = StoredVectors(self._vector_connection, space.id,
+                                       space.identity.dimension)
+                self._vector_sources[space.id] = source
+            return source
+
+    def _vector_connection(self) -> sqlite3.Connection:
+        if self.readonly:  # a snapshot of a store another process serves
+            conn = sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True,
+                                   isolation_level=None, check_same_thread=False,
+                                   timeout=BUSY_TIMEOUT_MS / 1000)
+            conn.execute(f"PRAGMA cache_size=-{limits.SQLITE_VECTOR_READER_CACHE_KIB}")
+            return conn
+        return connect(self.db_path, readonly=True,
+                       cache_kib=limits.SQLITE_VECTOR_READER_CACHE_KIB)
+
     def save_index(self) -> None:
         if self.index is None or self.serving is None:
             return
@@ -278,6 +305,9 @@ class SqliteStore:
             for conn in self._readers:
                 conn.close()
             self._readers.clear()
+            sources, self._vector_sources = list(self._vector_sources.values()), {}
+        for source in sources:
+            source.close()
         if self._token_table is not None:
             self._token_table.close()
         if not self.readonly:
@@ -468,7 +498,7 @@ class SqliteStore:
             space = Space(int(cur.lastrowid or 0), identity, witness)
             for path in index_files(self.directory, space.id):
                 path.unlink(missing_ok=True)
-            index = VectorIndex(identity.dimension)
+            index = VectorIndex(identity.dimension, source=self.vector_source(space))
 
             def effect() -> None:
                 self.building_index = index
@@ -488,7 +518,8 @@ class SqliteStore:
         """The building space's index from its vectors (after a restart), if there is one."""
         space = self.building_space()
         if space is not None and self.building_index is None:
-            self.building_index = spaces.rebuild(self.reader(), space, WarmProgress())
+            self.building_index = spaces.rebuild(self.reader(), space, WarmProgress(),
+                                                 source=self.vector_source(space))
 
     def put_vectors(self, space: int, items: Sequence[tuple[int, np.ndarray]]) -> Future[int]:
         def job(conn: sqlite3.Connection) -> Outcome[int]:
@@ -602,7 +633,7 @@ class SqliteStore:
                              (old.identity.model,))
             index = self.building_index
             if index is None:
-                index = spaces.rebuild(conn, new, WarmProgress())
+                index = spaces.rebuild(conn, new, WarmProgress(), source=self.vector_source(new))
             index.watermark = self.seq
             retiring = self.index
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from velesmem.store.protocol import Identity, Space, WarmProgress
-from velesmem.store.sqlite.vector_index import VectorIndex
+from velesmem.store.sqlite.vector_index import ExactSource, VectorIndex
 
 REBUILD_BATCH = 8_192  # vectors read and added per step of a rebuild
 log = logging.getLogger(__name__)
@@ -52,17 +52,19 @@ def seq_high(conn: sqlite3.Connection) -> int:
 
 
 def load_index(conn: sqlite3.Connection, directory: Path, space: Space, progress: WarmProgress,
-               cancelled: Callable[[], bool] = lambda: False) -> VectorIndex:
-    """The space's index, current with SQLite (see the module docstring)."""
+               cancelled: Callable[[], bool] = lambda: False, *,
+               source: ExactSource) -> VectorIndex:
+    """The space's index, current with SQLite (see the module docstring); ``source`` gives it
+    the exact vectors of its candidates."""
     dim, model = space.identity.dimension, space.identity.model
     high = seq_high(conn)
-    index = VectorIndex.load(directory, dim, model, space.id)
+    index = VectorIndex.load(directory, dim, model, space.id, source)
     if index is not None and index.watermark > high:
         log.warning("the saved FAISS index of space %d is ahead of the store (watermark %d > %d): "
                     "rebuilding it", space.id, index.watermark, high)
         index = None
     if index is None:
-        return rebuild(conn, space, progress, cancelled)
+        return rebuild(conn, space, progress, cancelled, source=source)
     progress.phase = "replaying the vector index"
     added = _replay_adds(conn, index, space, index.watermark)
     removed = _replay_deletes(conn, index, space, None)
@@ -144,10 +146,11 @@ def reconcile(conn: sqlite3.Connection, index: VectorIndex, space: Space) -> Non
 
 
 def rebuild(conn: sqlite3.Connection, space: Space, progress: WarmProgress,
-            cancelled: Callable[[], bool] = lambda: False) -> VectorIndex:
+            cancelled: Callable[[], bool] = lambda: False, *,
+            source: ExactSource) -> VectorIndex:
     """A new index of every vector of the space, added in batches (progress updated)."""
     dim = space.identity.dimension
-    index = VectorIndex(dim)
+    index = VectorIndex(dim, source=source)
     progress.phase = "rebuilding the vector index"
     progress.total = vector_count(conn, space.id)
     progress.done = 0

@@ -1,16 +1,21 @@
 """The FAISS index: a derived, rebuildable cache of the user facts' vectors.
 
-Kind: ``IndexIDMap2(IndexHNSWFlat(d, M=32, inner product))``, efConstruction 40, efSearch
-max(160, n). FAISS ids are the u64 fact ids reinterpreted as int64 (``ids.to_i64``). HNSW cannot
-remove vectors, so a forgotten or expired fact becomes a tombstone: every search excludes
-tombstones (an ``IDSelectorNot`` over them, or a mask in the exact path) and the index is rebuilt
+Kind: ``IndexIDMap(IndexHNSWSQ(d, float16, M=32, inner product))``, efConstruction 40, efSearch
+max(160, n). The index holds float16 codes (half the memory of float32) and finds candidates by
+them; the scores it returns are exact: the candidates' stored float32 vectors (``exact.py``:
+SQLite, the truth) are read back and multiplied with the query. Where a search is exact (small
+sets, below), every row whose float16 score is within the rounding bound of the n-th best is a
+candidate, so the exact top n is the same as with float32 vectors. FAISS ids are the u64 fact
+ids reinterpreted as int64 (``ids.to_i64``). HNSW cannot remove vectors, so a forgotten or expired
+fact becomes a tombstone: every search excludes tombstones (an ``IDSelectorNot`` over them, or a
+bitmap of the live rows in the exact path) and the index is rebuilt
 from its own live vectors once tombstones pass a fifth of it. With the indexer running that rebuild
 happens in a background thread with no lock held while it adds vectors (searches keep using the old
 index and its tombstones); a short write-locked swap then applies what changed meanwhile.
 
 Small sets are searched exactly: the whole index when it holds at most ``EXACT_SCAN_MAX`` live
-vectors, and a filter's candidates when they are at most ``EXACT_FILTER_MAX`` (numpy over the
-vectors the flat storage already holds, no copy). Bigger filtered searches use an
+vectors, and a filter's candidates when they are at most ``EXACT_FILTER_MAX`` (a flat scan of the
+float16 storage restricted by a bitmap, then the exact rescoring). Bigger filtered searches use an
 ``IDSelectorBatch`` with efSearch scaled by the filter's selectivity. Every search runs on one
 OpenMP thread (faster for single queries, and deterministic).
 """
@@ -24,10 +29,13 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 import faiss
 import numpy as np
 
+from velesmem.store.sqlite import faiss_growth
+from velesmem.store.sqlite.exact import MemoryVectors
 from velesmem.store.sqlite.rwlock import RWLock
 
 HNSW_M = 32
@@ -37,6 +45,7 @@ MAX_EF_SEARCH = 4096
 EXACT_SCAN_MAX = 4_096
 EXACT_FILTER_MAX = 8_192
 SORTED_REBUILD_MIN = 4_096  # rows added before the sorted id → row map is rebuilt
+LOOKUP_SCAN_MAX = 16  # ids looked up one by one among the rows added since (else sorted)
 REBUILD_MIN_TOMBSTONES = 1024
 REBUILD_TOMBSTONE_FRACTION = 0.2
 PENDING_CHUNK = 64  # vectors moved into HNSW per indexer step (the write lock is held meanwhile)
@@ -44,7 +53,16 @@ PENDING_MAX = 8192  # beyond this many pending vectors, add() waits for the inde
 REBUILD_CHUNK = 2048  # vectors per add in a background rebuild (a cancel waits at most one chunk)
 INDEX_FILE = "vectors.faiss"  # the first embedding space's files; others add "-<space>"
 SIDECAR_FILE = "vectors.json"
-FORMAT = 1
+# 2: IndexIDMap(IndexHNSWSQ float16). A format-1 file (IndexIDMap2(IndexHNSWFlat)) is not
+# read: the index is rebuilt from the stored vectors at open, like any stale file.
+FORMAT = 2
+# float16 rounding: |x - x16| <= 2^-11 |x| (2^-24 below 2^-14; FAISS flushes those to 0, an
+# error of at most 2^-14). Twice both, so the bound also covers float32 summation.
+FP16_REL_ERR = 2.0 ** -10
+FP16_ABS_ERR = 2.0 ** -13
+APPROX_EXTRA = 32  # rows beyond n an exact scan asks the float16 storage for at first
+NEIGHBOUR_INTS_PER_VECTOR = 4 * HNSW_M  # HNSW links reserved per added vector (about 2M used)
+DECODE_CHUNK = 4096  # float16 rows decoded at a time (norms at load, synchronous rebuilds)
 FILE_MODE = 0o600
 
 
@@ -64,11 +82,46 @@ def single_thread() -> None:
         _omp.set = True
 
 
-def _new_faiss(dimension: int) -> faiss.IndexIDMap2:
-    hnsw = faiss.IndexHNSWFlat(dimension, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+def _new_faiss(dimension: int) -> faiss.IndexIDMap:
+    hnsw = faiss.IndexHNSWSQ(dimension, faiss.ScalarQuantizer.QT_fp16, HNSW_M,
+                             faiss.METRIC_INNER_PRODUCT)
     hnsw.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
     hnsw.hnsw.efSearch = HNSW_EF_SEARCH
-    return faiss.IndexIDMap2(hnsw)
+    return faiss.IndexIDMap(hnsw)
+
+
+def _parts(index: faiss.IndexIDMap) -> tuple[faiss.IndexHNSW, faiss.IndexScalarQuantizer]:
+    """The HNSW index inside ``index`` and its flat float16 storage."""
+    hnsw = faiss.downcast_index(index.index)
+    return hnsw, faiss.downcast_index(hnsw.storage)
+
+
+def add_to(index: faiss.IndexIDMap, ids: np.ndarray, vectors: np.ndarray) -> None:
+    """``index.add_with_ids``, its codes and links grown in place first (``faiss_growth``)."""
+    hnsw, storage = _parts(index)
+    n = len(ids)
+    faiss_growth.reserve(storage.codes, (storage.ntotal + n) * storage.code_size)
+    faiss_growth.reserve(hnsw.hnsw.neighbors,
+                         (hnsw.hnsw.neighbors.size() + n * NEIGHBOUR_INTS_PER_VECTOR) * 4)
+    index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32),
+                       np.ascontiguousarray(ids, dtype=np.int64))
+
+
+def decode(index: faiss.IndexIDMap, rows: np.ndarray) -> np.ndarray:
+    """The float16 vectors of storage ``rows``, as float32 (exactly what the index holds)."""
+    _, storage = _parts(index)
+    if len(rows) == 0:
+        return np.zeros((0, storage.d), dtype=np.float32)
+    codes = faiss.rev_swig_ptr(storage.codes.data(), storage.ntotal * storage.code_size)
+    return storage.sa_decode(codes.reshape(storage.ntotal, storage.code_size)[rows])
+
+
+class ExactSource(Protocol):
+    """Where the exact float32 vectors of an index's ids come from."""
+
+    def fetch(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The (ids, float32 vectors) of those of ``ids`` that have one, in any order."""
+        ...
 
 
 class VectorIndex:
@@ -78,21 +131,25 @@ class VectorIndex:
     indexer thread moves pending vectors into HNSW in small chunks. Searches scan the pending
     buffer exactly and merge it with the HNSW (or exact) result, so a write is searchable as
     soon as it is acknowledged. Without a running indexer ``add`` goes straight to HNSW.
+    ``source`` gives the exact vectors of candidates (the store's); without one the index keeps
+    a float32 copy of what it is given (``MemoryVectors``).
     """
 
-    def __init__(self, dimension: int, index: faiss.IndexIDMap2 | None = None,
-                 watermark: int = 0) -> None:
+    def __init__(self, dimension: int, index: faiss.IndexIDMap | None = None,
+                 watermark: int = 0, source: ExactSource | None = None) -> None:
         self.dimension = dimension
         self.watermark = watermark  # highest SQLite ``seq`` reflected in the index
         self.lock = RWLock()
         self._index = index if index is not None else _new_faiss(dimension)
+        self._memory = MemoryVectors(dimension) if source is None else None
+        self.source: ExactSource = self._memory if source is None else source
         ids = faiss.vector_to_array(self._index.id_map).astype(np.int64)
         self._n = len(ids)
+        self._max_norm = self._stored_max_norm()  # bounds the float16 error of a score
         self._row_ids = np.zeros(max(1024, self._n * 2), dtype=np.int64)
         self._row_ids[: self._n] = ids
         self._dead = np.zeros(len(self._row_ids), dtype=bool)
-        self._rows: dict[int, int] = {int(i): r for r, i in enumerate(ids)}
-        # (ids of rows [0, base) sorted, their rows, base): the filtered searches' id → row map
+        # (ids of rows [0, base) sorted, their rows, base): the id → row map (``_lookup``)
         self._sorted: tuple[np.ndarray, np.ndarray, int] | None = None
         self._n_dead = 0
         self._not_dead_sel: faiss.IDSelector | None = None
@@ -112,6 +169,14 @@ class VectorIndex:
         self._build_hook: Callable[[int], None] | None = None  # tests: called after each chunk
 
     # --- size -------------------------------------------------------------------------------
+    def _stored_max_norm(self) -> float:
+        """The largest norm of the vectors the index holds (read in chunks at load)."""
+        best = 0.0
+        for start in range(0, self._n, DECODE_CHUNK):
+            rows = np.arange(start, min(self._n, start + DECODE_CHUNK))
+            best = max(best, float(np.linalg.norm(decode(self._index, rows), axis=1).max()))
+        return best
+
     @property
     def ntotal(self) -> int:
         """Vectors held by HNSW (tombstones included)."""
@@ -208,8 +273,10 @@ class VectorIndex:
 
     def _add_main(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         """Append to HNSW (hold the write lock)."""
-        self._index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32),
-                                 np.ascontiguousarray(ids, dtype=np.int64))
+        add_to(self._index, ids, vectors)
+        if len(ids):
+            self._max_norm = max(self._max_norm,
+                                 float(np.linalg.norm(vectors, axis=1).max()))
         need = self._n + len(ids)
         if need > len(self._row_ids):
             cap = max(need, len(self._row_ids) * 2)
@@ -219,18 +286,19 @@ class VectorIndex:
             self._dead = dead
         self._row_ids[self._n:need] = ids
         self._dead[self._n:need] = False
-        for off, i in enumerate(ids.tolist()):
-            self._rows[i] = self._n + off
         self._n = need
 
     # --- mutation -----------------------------------------------------------------------------
     def bulk_add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         """Add many vectors straight into HNSW on every core (opening a store, rebuilding)."""
         faiss.omp_set_num_threads(os.cpu_count() or 1)
+        if self._memory is not None:
+            self._memory.put(ids, vectors)
         try:
             with self.lock.write():
+                rows = self._lookup(ids)
                 fresh = [p for p, i in enumerate(ids.tolist())
-                         if i not in self._rows and i not in self._p_rows]
+                         if rows[p] < 0 and i not in self._p_rows]
                 if fresh:
                     self._add_main(ids[fresh], vectors[fresh])
         finally:
@@ -240,11 +308,14 @@ class VectorIndex:
     def add(self, ids: np.ndarray, vectors: np.ndarray, seq: int | None = None) -> None:
         """Add vectors under int64 ids; an id already present (even tombstoned) is revived."""
         single_thread()
+        if self._memory is not None:
+            self._memory.put(ids, vectors)
         with self.lock.write():
             fresh: list[int] = []
+            rows = self._lookup(ids).tolist()
             for pos, i in enumerate(ids.tolist()):
-                row = self._rows.get(i)
-                if row is not None:
+                row = rows[pos]
+                if row >= 0:
                     if self._dead[row]:
                         self._dead[row] = False
                         self._n_dead -= 1
@@ -291,12 +362,12 @@ class VectorIndex:
     def remove(self, ids: list[int]) -> None:
         """Tombstone these int64 ids; rebuild when tombstones pass the threshold."""
         with self.lock.write():
-            for i in ids:
+            rows = self._lookup(np.asarray(ids, dtype=np.int64)).tolist()
+            for i, row in zip(ids, rows):
                 prow = self._p_rows.pop(i, None)
                 if prow is not None:
                     self._p_alive[prow] = False
-                row = self._rows.get(i)
-                if row is not None and not self._dead[row]:
+                if row >= 0 and not self._dead[row]:
                     self._dead[row] = True
                     self._n_dead += 1
                     self._not_dead_sel = None
@@ -350,8 +421,7 @@ class VectorIndex:
                 self._rebuilder = None
             self._cv.notify_all()  # the paused indexer and waiting writers
 
-    def _build(self, rows: np.ndarray
-               ) -> tuple[faiss.IndexIDMap2, np.ndarray, dict[int, int]] | None:
+    def _build(self, rows: np.ndarray) -> tuple[faiss.IndexIDMap, np.ndarray] | None:
         """A new index of the old index's ``rows``, built with no lock held except a read lock
         while each chunk's vectors are copied out; None when cancelled."""
         index = _new_faiss(self.dimension)
@@ -362,16 +432,15 @@ class VectorIndex:
                 return None
             chunk = rows[start:start + REBUILD_CHUNK]
             with self.lock.read():
-                vecs = self._xb()[chunk]  # fancy indexing: a copy
-            index.add_with_ids(vecs, np.ascontiguousarray(ids[start:start + len(chunk)]))
+                vecs = decode(self._index, chunk)
+            add_to(index, ids[start:start + len(chunk)], vecs)
             if self._build_hook is not None:
                 self._build_hook(start + len(chunk))
         if self._rebuild_cancel.is_set():
             return None
-        return index, ids, {int(i): r for r, i in enumerate(ids.tolist())}
+        return index, ids
 
-    def _swap(self, rows: np.ndarray, index: faiss.IndexIDMap2, ids: np.ndarray,
-              id_rows: dict[int, int]) -> None:
+    def _swap(self, rows: np.ndarray, index: faiss.IndexIDMap, ids: np.ndarray) -> None:
         """Install the new index (hold the write lock): snapshot ids removed since are
         tombstoned in it; old rows alive now but not in it (revived, or indexed since the
         snapshot) go back to the pending buffer, so the indexer adds them to the new index."""
@@ -380,7 +449,7 @@ class VectorIndex:
         extra[rows] = False
         extra_rows = np.flatnonzero(extra)
         extra_ids = self._row_ids[extra_rows].copy()
-        extra_vecs = self._xb()[extra_rows]
+        extra_vecs = decode(self._index, extra_rows)
         n = len(ids)
         cap = max(1024, n * 2)
         self._index = index
@@ -390,7 +459,6 @@ class VectorIndex:
         self._dead = np.zeros(cap, dtype=bool)
         self._dead[:n] = dead
         self._n_dead = int(dead.sum())
-        self._rows = id_rows
         self._sorted = None
         self._not_dead_sel = None
         self._sel_keep = ()
@@ -398,79 +466,75 @@ class VectorIndex:
             self._append_pending(extra_ids, extra_vecs)
 
     def _rebuild_locked(self) -> None:
+        """Rebuild without the tombstones, in this thread (hold the write lock), a chunk of
+        decoded vectors at a time."""
         single_thread()
-        keep = ~self._dead[: self._n]
-        vectors = self._xb()[keep].copy()
-        ids = self._row_ids[: self._n][keep].copy()
+        old = self._index
+        keep = np.flatnonzero(~self._dead[: self._n])
+        ids = self._row_ids[keep].copy()
         self._index = _new_faiss(self.dimension)
         self._n = 0
-        self._rows = {}
         self._sorted = None
         self._n_dead = 0
         self._not_dead_sel = None
-        if len(ids):
-            self._add_main(ids, vectors)
+        self._sel_keep = ()
+        for start in range(0, len(keep), DECODE_CHUNK):
+            chunk = keep[start:start + DECODE_CHUNK]
+            self._add_main(ids[start:start + len(chunk)], decode(old, chunk))
 
-    # --- search (take the read lock) ---------------------------------------------------------
-    def _xb(self) -> np.ndarray:
-        """A zero-copy view of the HNSW vectors, row order = insertion order (hold a lock)."""
-        n = self._n
-        if n == 0:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        hnsw = faiss.downcast_index(self._index.index)
-        storage = faiss.downcast_index(hnsw.storage)
-        return faiss.rev_swig_ptr(storage.get_xb(), n * self.dimension).reshape(n, self.dimension)
-
+    # --- search (take the read lock; exact scores are read after it is released) -------------
     def search(self, query: np.ndarray, n: int,
                allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
-        """Top-``n`` live ids by inner product, best first (ties by id); ``allowed`` (int64 ids)
-        restricts the search to those ids and returns the true top-n among them when exact."""
+        """Top-``n`` live ids by exact inner product, best first (ties by id); ``allowed`` (int64
+        ids) restricts the search to those ids and returns the true top-n among them when exact."""
         single_thread()
         q = np.ascontiguousarray(query, dtype=np.float32).reshape(1, self.dimension)
         with self.lock.read():
             if n <= 0 or self.live_count == 0:
                 return []
+            bound = self._error_bound(q[0])
+            pending = self._pending_approx(q[0], allowed)
             if allowed is None:
-                pending = self._pending_exact(q[0], None, n)
                 live_main = self._n - self._n_dead
                 if live_main <= EXACT_SCAN_MAX:
-                    main = self._exact_all(q[0], n)
+                    main = self._scan(q, n, None, live_main, bound)
                 else:
                     main = self._hnsw(q, n, self._not_dead_selector(), live_main)
             else:
-                pending = self._pending_exact(q[0], allowed, n)
                 rows = self._rows_of(allowed)
                 if len(rows) <= EXACT_FILTER_MAX:
-                    main = self._exact(q[0], rows, n)
+                    main = self._scan(q, n, rows, len(rows), bound)
                 else:
                     main = self._hnsw_rows(q, n, rows)
-        if not pending:
-            return main
-        merged = main + pending
-        merged.sort(key=lambda t: (-t[1], t[0]))
-        return merged[:n]
+        ids = np.concatenate([main[0], pending[0]])
+        approx = np.concatenate([main[1], pending[1]])
+        return self._rescore(q[0], _near_top(ids, approx, n, bound), n)
 
-    def _pending_exact(self, q: np.ndarray, allowed: np.ndarray | None,
-                       n: int) -> list[tuple[int, float]]:
+    def _error_bound(self, q: np.ndarray) -> float:
+        """How far a float16 score may be from the exact one, for any vector of the index."""
+        return (FP16_REL_ERR * float(np.linalg.norm(q)) * self._max_norm
+                + FP16_ABS_ERR * float(np.abs(q).sum()))
+
+    def _rescore(self, q: np.ndarray, ids: np.ndarray, n: int) -> list[tuple[int, float]]:
+        """The top ``n`` of ``ids`` by exact inner product with their stored vectors."""
+        found, vectors = self.source.fetch(ids)
+        return _top(vectors @ q if len(found) else np.zeros(0, np.float32), found, n)
+
+    def _pending_approx(self, q: np.ndarray,
+                        allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         if not self._p_rows:
-            return []
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
         rows = np.flatnonzero(self._p_alive[self._p_head:self._p_tail]) + self._p_head
         if allowed is not None:
             rows = rows[np.isin(self._p_ids[rows], allowed)]
-        return _top(self._p_vecs[rows] @ q if len(rows) else np.zeros(0, np.float32),
-                    self._p_ids[rows] if len(rows) else np.zeros(0, np.int64), n)
+        return self._p_ids[rows], self._p_vecs[rows] @ q
 
     def _rows_of(self, ids: np.ndarray) -> np.ndarray:
         """The live HNSW rows holding ``ids`` (hold a lock), found with numpy: binary search in
         a sorted copy of the ids of rows [0, base) (re-sorted once rows added since pass an
         eighth of it), and in the few rows added since."""
         n = self._n
-        base = self._sorted
-        if base is None or n - base[2] > max(SORTED_REBUILD_MIN, base[2] // 8):
-            order = np.argsort(self._row_ids[:n], kind="stable")
-            base = (self._row_ids[:n][order], order.astype(np.int64), n)
-            self._sorted = base
-        sorted_ids, sorted_rows, base_n = base
+        sorted_ids, sorted_rows, base_n = self._sorted_base()
         ids = np.asarray(ids, dtype=np.int64)
         found = np.zeros(0, np.int64)
         if len(sorted_ids) and len(ids):
@@ -484,19 +548,68 @@ class VectorIndex:
             found = np.concatenate([found, np.flatnonzero(wanted[pos] == tail) + base_n])
         return found[~self._dead[found]] if len(found) else found
 
-    def _exact_all(self, q: np.ndarray, n: int) -> list[tuple[int, float]]:
-        """Exact search over the whole HNSW storage, in place (no gather copy)."""
-        sims = self._xb() @ q
-        ids = self._row_ids[: self._n]
-        if self._n_dead:
-            live = ~self._dead[: self._n]
-            sims, ids = sims[live], ids[live]
-        return _top(sims, ids, n)
+    def _sorted_base(self) -> tuple[np.ndarray, np.ndarray, int]:
+        """The sorted ids of rows [0, base), their rows, and base (hold a lock), re-sorted once
+        the rows added since pass an eighth of it."""
+        n = self._n
+        base = self._sorted
+        if base is None or n - base[2] > max(SORTED_REBUILD_MIN, base[2] // 8):
+            order = np.argsort(self._row_ids[:n], kind="stable")
+            base = (self._row_ids[:n][order], order.astype(np.int64), n)
+            self._sorted = base
+        return base
 
-    def _exact(self, q: np.ndarray, rows: np.ndarray, n: int) -> list[tuple[int, float]]:
-        if len(rows) == 0:
-            return []
-        return _top(self._xb()[rows] @ q, self._row_ids[rows], n)
+    def _lookup(self, ids: np.ndarray) -> np.ndarray:
+        """The HNSW row of each of ``ids``, tombstoned ones included, -1 where none (hold a
+        lock): a binary search in the sorted rows, a scan of the few added since."""
+        ids = np.asarray(ids, dtype=np.int64)
+        out = np.full(len(ids), -1, dtype=np.int64)
+        if not len(ids) or not self._n:
+            return out
+        sorted_ids, sorted_rows, base_n = self._sorted_base()
+        if len(sorted_ids):
+            pos = np.minimum(np.searchsorted(sorted_ids, ids), len(sorted_ids) - 1)
+            hit = sorted_ids[pos] == ids
+            out[hit] = sorted_rows[pos[hit]]
+        if self._n > base_n:
+            tail = self._row_ids[base_n:self._n]
+            if len(ids) <= LOOKUP_SCAN_MAX:
+                for k in np.flatnonzero(out < 0).tolist():
+                    at = np.flatnonzero(tail == ids[k])
+                    if len(at):
+                        out[k] = base_n + int(at[0])
+            else:
+                order = np.argsort(tail, kind="stable")
+                pos = np.minimum(np.searchsorted(tail[order], ids), len(tail) - 1)
+                hit = (tail[order][pos] == ids) & (out < 0)
+                out[hit] = base_n + order[pos[hit]]
+        return out
+
+    def _scan(self, q: np.ndarray, n: int, rows: np.ndarray | None, count: int,
+              bound: float) -> tuple[np.ndarray, np.ndarray]:
+        """A flat scan of the float16 storage (the live rows, or ``rows``): every row whose
+        float16 score is within twice ``bound`` of the n-th best, so the exact top n is among
+        them (ids, float16 scores)."""
+        if count == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
+        _, storage = _parts(self._index)
+        params, packed = None, None
+        if rows is not None or self._n_dead:
+            bits = ~self._dead[: self._n] if rows is None else np.zeros(self._n, dtype=bool)
+            if rows is not None:
+                bits[rows] = True
+            packed = np.packbits(bits, bitorder="little")
+            params = faiss.SearchParameters()
+            params.sel = faiss.IDSelectorBitmap(self._n, faiss.swig_ptr(packed))
+        k = min(count, n + max(n, APPROX_EXTRA))
+        while True:
+            dist, labels = storage.search(q, k, params=params)
+            if k >= count or dist[0][k - 1] < dist[0][min(n, k) - 1] - 2 * bound:
+                break
+            k = min(count, 4 * k)
+        del packed  # only now may the bitmap the selector points into go
+        keep = labels[0] >= 0
+        return self._row_ids[labels[0][keep]], dist[0][keep]
 
     def _not_dead_selector(self) -> faiss.IDSelector | None:
         if self._n_dead == 0:
@@ -508,7 +621,7 @@ class VectorIndex:
         return self._not_dead_sel
 
     def _hnsw(self, q: np.ndarray, n: int, sel: faiss.IDSelector | None,
-              candidates: int) -> list[tuple[int, float]]:
+              candidates: int) -> tuple[np.ndarray, np.ndarray]:
         n = min(n, candidates)
         selectivity = candidates / max(self._n, 1)
         ef = int(min(MAX_EF_SEARCH, max(HNSW_EF_SEARCH, n) / max(selectivity, 1e-6)))
@@ -516,11 +629,11 @@ class VectorIndex:
         if sel is not None:
             params.sel = sel
         dist, labels = self._index.search(q, n, params=params)
-        out = [(int(i), float(d)) for i, d in zip(labels[0], dist[0]) if i != -1]
-        out.sort(key=lambda t: (-t[1], t[0]))
-        return out
+        keep = labels[0] != -1
+        return labels[0][keep], dist[0][keep]
 
-    def _hnsw_rows(self, q: np.ndarray, n: int, rows: np.ndarray) -> list[tuple[int, float]]:
+    def _hnsw_rows(self, q: np.ndarray, n: int,
+                   rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """HNSW search restricted to ``rows``: a bitmap over the inner index's rows (built with
         numpy in well under a millisecond, where an id hash set of 50k ids takes ~4 ms)."""
         bits = np.zeros(self._n, dtype=bool)
@@ -534,25 +647,32 @@ class VectorIndex:
         params.sel = sel
         dist, labels = faiss.downcast_index(self._index.index).search(q, n, params=params)
         del packed  # only now may the bitmap the selector points into go
-        out = [(int(self._row_ids[r]), float(d)) for r, d in zip(labels[0], dist[0]) if r != -1]
-        out.sort(key=lambda t: (-t[1], t[0]))
-        return out
+        keep = labels[0] != -1
+        return self._row_ids[labels[0][keep]], dist[0][keep]
 
     def similarities(self, query: np.ndarray, ids: list[int]) -> dict[int, float]:
-        """Exact inner product of ``query`` with each live id (HNSW or pending)."""
+        """Exact inner product of ``query`` with the stored vector of each live id."""
         q = np.asarray(query, dtype=np.float32).reshape(self.dimension)
-        out: dict[int, float] = {}
         with self.lock.read():
-            main = [(i, self._rows.get(i)) for i in ids]
-            main = [(i, r) for i, r in main if r is not None and not self._dead[r]]
-            if main:
-                rows = np.asarray([r for _, r in main], dtype=np.int64)
-                out.update((i, float(s)) for (i, _), s in zip(main, self._xb()[rows] @ q))
-            for i in ids:
-                prow = self._p_rows.get(i)
-                if prow is not None:
-                    out[i] = float(self._p_vecs[prow] @ q)
-        return out
+            rows = self._lookup(np.asarray(ids, dtype=np.int64)).tolist()
+            live = [i for i, r in zip(ids, rows)
+                    if i in self._p_rows or (r >= 0 and not self._dead[r])]
+        if not live:
+            return {}
+        found, vectors = self.source.fetch(np.asarray(live, dtype=np.int64))
+        return dict(zip(found.tolist(), (vectors @ q).tolist()))
+
+    def own_vectors(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The vectors the index itself holds for the live ones of ``ids`` (float16 ones as
+        float32, pending ones as given)."""
+        with self.lock.read():
+            keys = np.asarray(ids, dtype=np.int64).tolist()
+            rows = self._lookup(np.asarray(keys, dtype=np.int64)).tolist()
+            main = [(i, r) for i, r in zip(keys, rows) if r >= 0 and not self._dead[r]]
+            pend = [(i, self._p_rows[i]) for i in keys if i in self._p_rows]
+            vectors = np.vstack([decode(self._index, np.asarray([r for _, r in main], np.int64)),
+                                 self._p_vecs[[r for _, r in pend]]])
+        return np.asarray([i for i, _ in main + pend], dtype=np.int64), vectors
 
     # --- persistence -------------------------------------------------------------------------
     def save(self, directory: Path, model: str, space: int = 1) -> None:
@@ -583,25 +703,43 @@ class VectorIndex:
         _fsync_dir(directory)
 
     @classmethod
-    def load(cls, directory: Path, dimension: int, model: str,
-             space: int = 1) -> VectorIndex | None:
-        """The saved index if its sidecar, checksum and shape check out; None means rebuild."""
+    def load(cls, directory: Path, dimension: int, model: str, space: int = 1,
+             source: ExactSource | None = None) -> VectorIndex | None:
+        """The saved index if its sidecar, checksum and shape check out; None means rebuild
+        (also for a file of an older format)."""
         path, side_path = index_files(directory, space)
         try:
             side = json.loads(side_path.read_text(encoding="utf-8"))
-            if (side.get("format") != FORMAT or side.get("dimension") != dimension
-                    or side.get("model") != model or side.get("space", 1) != space
-                    or _sha256(path) != side.get("sha256")):
+            if side.get("format") != FORMAT:
+                log.info("the saved FAISS index of space %d has format %s, this velesmem "
+                         "writes %d: rebuilding it from the stored vectors", space,
+                         side.get("format"), FORMAT)
                 return None
-            index = faiss.read_index(str(path))
-            if not isinstance(index, faiss.IndexIDMap2):
-                index = faiss.downcast_index(index)
-            if (not isinstance(index, faiss.IndexIDMap2) or index.d != dimension
-                    or index.ntotal != side.get("ntotal")):
+            if (side.get("dimension") != dimension or side.get("model") != model
+                    or side.get("space", 1) != space or _sha256(path) != side.get("sha256")):
                 return None
-            return cls(dimension, index, int(side.get("watermark", 0)))
+            index = faiss.read_index(str(path))  # already downcast; keep this reference
+            if (type(index) is not faiss.IndexIDMap or index.d != dimension
+                    or index.ntotal != side.get("ntotal")
+                    or not isinstance(faiss.downcast_index(index.index), faiss.IndexHNSWSQ)):
+                return None
+            loaded = cls(dimension, index, int(side.get("watermark", 0)), source)
+            if source is None:  # no store behind it: its own float16 vectors will do
+                loaded.source, loaded._memory = _OwnVectors(loaded), None
+            return loaded
         except (OSError, ValueError, RuntimeError, TypeError, AttributeError):
             return None
+
+
+class _OwnVectors:
+    """An index's own vectors standing in for the exact ones (an index loaded without a store,
+    as ``verify`` does)."""
+
+    def __init__(self, index: VectorIndex) -> None:
+        self._index = index
+
+    def fetch(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self._index.own_vectors(ids)
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -623,6 +761,15 @@ def _sha256(path: Path) -> str:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def _near_top(ids: np.ndarray, approx: np.ndarray, n: int, bound: float) -> np.ndarray:
+    """The ids whose approximate score is within twice ``bound`` of the n-th best one: the
+    exact top n is among them when each score is within ``bound`` of the exact one."""
+    if len(ids) <= n:
+        return ids
+    nth = np.partition(approx, len(approx) - n)[len(approx) - n]
+    return ids[approx >= nth - 2 * bound]
 
 
 def _top(sims: np.ndarray, ids: np.ndarray, n: int) -> list[tuple[int, float]]:

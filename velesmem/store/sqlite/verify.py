@@ -187,7 +187,7 @@ def repair(store: SqliteStore, report: Callable[[str], None],
         report("rebuilding the FAISS index")
         for path in index_files(store.directory, space.id):
             path.unlink(missing_ok=True)
-        index = spaces.rebuild(conn, space, WarmProgress())
+        index = spaces.rebuild(conn, space, WarmProgress(), source=store.vector_source(space))
         index.watermark = spaces.seq_high(conn)
         store.index = index
         store.save_index()

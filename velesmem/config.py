@@ -220,6 +220,10 @@ SETTINGS: tuple[Setting, ...] = (
 )
 
 
+# Settings fields no environment variable sets: the store's provenance chooses them.
+INTERNAL_FIELDS = frozenset({"local_model"})
+
+
 @dataclass(frozen=True)
 class Settings:
     """The daemon's configuration, read once from the environment."""
@@ -253,8 +257,7 @@ class Settings:
     openai_url: str = "https://api.openai.com/v1"
     openai_model: str = "text-embedding-3-small"
     openai_api_key: str = field(default="", repr=False)  # a secret: kept out of repr and logs
-    # Not a setting: the graph of the local model a store records (None: the newest).
-    local_model: str | None = None
+    local_model: str | None = None  # one of INTERNAL_FIELDS: the local graph a store records
 
     @classmethod
     def from_env(

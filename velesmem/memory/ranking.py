@@ -85,28 +85,29 @@ class Ranker:
         if self.mode == "vector":
             if qv is None:
                 qv = self.embedder.embed([query])[0]
-            cos = dict(store.vector_search(qv, depth, allowed))
+            candidates = store.vector_candidates(qv, depth, allowed)
+            scored = store.scored(qv, candidates.tolist(), now)
+            cos = _best(scored, candidates, depth)
             lex: dict[int, float] = {}
             best = 0.0
         else:
             n = max(depth, MIN_CANDIDATES)
-            qv, lex_ids, lex_scores, cos = self._search_both(query, qv, n, allowed)
+            qv, lex_ids, lex_scores, candidates, early = self._search_both(query, qv, n,
+                                                                           allowed, now)
             best = float(lex_scores.max()) if len(lex_scores) else 0.0
             # the BM25 top n (ties: ascending key)
             top = lex_ids[np.argsort(-lex_scores, kind="stable")[:n]].tolist()
-            missing = [i for i in top if i not in cos]
-            if missing:
-                cos.update(store.similarities(qv, missing))
-                for i in missing:
-                    cos.setdefault(i, 0.0)
+            if early is None:  # one read for both sides
+                scored = store.scored(qv, list(dict.fromkeys(candidates.tolist() + top)), now)
+            else:  # the vector side's were read while BM25 ran
+                asked = set(candidates.tolist())
+                scored = {**early, **store.scored(qv, [i for i in top if i not in asked], now)}
+            cos = _best(scored, candidates, n)
+            cos.update((i, scored[i][0]) for i in top if i in scored)
             lex = _lookup(lex_ids, lex_scores, list(cos))
-        confidences = store.confidences(list(cos), now)
         out: list[Ranked] = []
-        for i, c in cos.items():
-            conf = confidences.get(i)
-            if conf is None:
-                continue  # gone since the search (forgotten, expired)
-            factor = confidence_factor(conf)
+        for i, c in cos.items():  # every one live: ``scored`` leaves out the gone ones
+            factor = confidence_factor(scored[i][1])
             if self.mode == "vector":
                 key = (c + 1.0) / 2.0 * factor
                 out.append(Ranked(i, key, c, max(c, 0.0) * factor))
@@ -119,31 +120,49 @@ class Ranker:
         out.sort(key=lambda r: (-r.key, to_u64(r.id)))
         return out[:depth]
 
-    def _search_both(self, query: str, qv: np.ndarray | None, n: int, allowed: np.ndarray | None
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, float]]:
-        """(query vector, BM25 ids, BM25 scores, {id: cosine} of the vector top ``n``).
+    def _search_both(self, query: str, qv: np.ndarray | None, n: int, allowed: np.ndarray | None,
+                     now: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                          dict[int, tuple[float, float]] | None]:
+        """(query vector, BM25 ids, BM25 scores, the vector side's candidates for the top ``n``,
+        and those candidates' ``scored`` when they were read while BM25 ran, else None).
 
         BM25 needs no query vector, so it runs on a pool thread while this one embeds the query
         and searches the vector index: the model, SQLite and FAISS all release the GIL, and a
-        query costs the slower side instead of the sum.
+        query costs the slower side instead of the sum. When the vector side finishes first,
+        it reads its candidates' scores while it waits, leaving fewer to read afterwards.
         """
         store = self.store
         if self.pool is None:
             lex_ids, lex_scores = store.text_search(query, allowed)
             if qv is None:
                 qv = self.embedder.embed([query])[0]
-            return qv, lex_ids, lex_scores, dict(store.vector_search(qv, n, allowed))
+            return qv, lex_ids, lex_scores, store.vector_candidates(qv, n, allowed), None
         try:
             text = self.pool.submit(store.text_search, query, allowed)
         except RuntimeError:  # the pool shuts down with its Runtime
             raise Internal("the store is closed") from None
+        early = None
         try:
             if qv is None:
                 qv = self.embedder.embed([query])[0]
-            cos = dict(store.vector_search(qv, n, allowed))
+            candidates = store.vector_candidates(qv, n, allowed)
+            if not text.done():
+                early = store.scored(qv, candidates.tolist(), now)
         finally:
             lex_ids, lex_scores = text.result()
-        return qv, lex_ids, lex_scores, cos
+        return qv, lex_ids, lex_scores, candidates, early
+
+
+def _best(scored: dict[int, tuple[float, float]], candidates: np.ndarray,
+          n: int) -> dict[int, float]:
+    """{id: cosine} of the ``n`` live candidates of highest cosine (ties: ascending key)."""
+    live = [i for i in candidates.tolist() if i in scored]
+    if len(live) <= n:
+        return {i: scored[i][0] for i in live}
+    ids = np.asarray(live, dtype=np.int64)
+    sims = np.asarray([scored[i][0] for i in live])
+    keep = np.lexsort((ids, -sims))[:n]
+    return {int(ids[k]): float(sims[k]) for k in keep}
 
 
 def _member(ids: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:

@@ -362,8 +362,16 @@ class Store(TokenStore, Protocol):
                       allowed: np.ndarray | None) -> list[tuple[int, float]]:
         """Top ``n`` live user facts by inner product in the serving space, best first."""
 
-    def similarities(self, query: np.ndarray, keys: Sequence[int]) -> dict[int, float]:
-        """Exact inner product of ``query`` with each of ``keys`` that has a vector."""
+    def vector_candidates(self, query: np.ndarray, n: int,
+                          allowed: np.ndarray | None) -> np.ndarray:
+        """Keys (int64, any order) holding the top ``n`` live user facts by inner product in the
+        serving space: ``vector_search``'s set before its exact scores, which ``scored`` reads
+        together with whatever else a ranking needs scored."""
+
+    def scored(self, query: np.ndarray, keys: Sequence[int],
+               now: float) -> dict[int, tuple[float, float]]:
+        """(exact inner product with ``query`` in the serving space, confidence) of each live
+        user fact among ``keys``, in one read; the product is 0.0 for a fact with no vector."""
 
     def out_edges(self, key: int, now: float, limit: int) -> list[tuple[int, str]]:
         """Up to ``limit`` (dst, relation) of edges leaving ``key`` to live facts, by edge key."""

@@ -148,7 +148,7 @@ def test_text_search_scores_matching_words_and_respects_allowed(store: Store) ->
     assert store.text_search("the of and", None)[0].tolist() == []  # stopwords only
 
 
-def test_vector_search_and_similarities(store: Store) -> None:
+def test_vector_search_candidates_and_scores(store: Store) -> None:
     for n in range(20):
         store.remember(write(f"vector fact {n}", seed=n)).result()
     top = store.vector_search(vector(7), 3, None)
@@ -156,8 +156,11 @@ def test_vector_search_and_similarities(store: Store) -> None:
     assert [s for _, s in top] == sorted((s for _, s in top), reverse=True)
     allowed = np.asarray(sorted([key("vector fact 3"), key("vector fact 4")]), dtype=np.int64)
     assert {i for i, _ in store.vector_search(vector(7), 5, allowed)} == set(allowed.tolist())
-    sims = store.similarities(vector(7), [key("vector fact 7"), to_i64(1)])
-    assert set(sims) == {key("vector fact 7")} and abs(sims[key("vector fact 7")] - 1) < 1e-5
+    assert set(store.vector_candidates(vector(7), 3, None).tolist()) >= {i for i, _ in top}
+    scored = store.scored(vector(7), [key("vector fact 7"), key("vector fact 3"), to_i64(1)], NOW)
+    assert set(scored) == {key("vector fact 7"), key("vector fact 3")}  # 1: no such fact
+    assert abs(scored[key("vector fact 7")][0] - 1) < 1e-5 and scored[key("vector fact 7")][1] > 0
+    assert abs(scored[key("vector fact 3")][0] - float(vector(3) @ vector(7))) < 1e-5
 
 
 def test_internal_facts_are_apart_and_expire(store: Store) -> None:

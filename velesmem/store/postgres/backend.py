@@ -598,10 +598,15 @@ class PostgresStore:
         with self._conn() as conn:
             return spaces.search(conn, space.id, query, n, allowed)
 
-    def similarities(self, query: np.ndarray, keys: Sequence[int]) -> dict[int, float]:
+    def vector_candidates(self, query: np.ndarray, n: int,
+                          allowed: np.ndarray | None) -> np.ndarray:
+        return np.asarray([i for i, _ in self.vector_search(query, n, allowed)], np.int64)
+
+    def scored(self, query: np.ndarray, keys: Sequence[int],
+               now: float) -> dict[int, tuple[float, float]]:
         space = self._space()
         with self._conn() as conn:
-            return spaces.similarities(conn, space.id, query, list(keys))
+            return spaces.scored(conn, space.id, query, list(keys), now)
 
     def out_edges(self, key: int, now: float, limit: int) -> list[tuple[int, str]]:
         with self._conn() as conn:

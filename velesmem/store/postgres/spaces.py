@@ -223,11 +223,13 @@ def exact(conn: Conn, space_id: int, q: np.ndarray, n: int,
     return _rows(rows)
 
 
-def similarities(conn: Conn, space_id: int, query: np.ndarray,
-                 keys: list[int]) -> dict[int, float]:
+def scored(conn: Conn, space_id: int, query: np.ndarray, keys: list[int],
+           now: float) -> dict[int, tuple[float, float]]:
+    """(inner product, confidence) of each live user fact among ``keys``: 0.0 with no vector."""
     if not keys:
         return {}
-    rows = conn.execute(f"SELECT id, -(embedding <#> %b) FROM {table(space_id)} "
-                        "WHERE id = ANY(%b)",
-                        (np.asarray(query, dtype=np.float32), Keys(keys))).fetchall()
-    return dict(_rows(rows))
+    rows = conn.execute(f"SELECT f.id, -(e.embedding <#> %b), f.confidence FROM facts f "
+                        f"LEFT JOIN {table(space_id)} e ON e.id = f.id WHERE f.id = ANY(%b) "
+                        "AND f.kind IS NULL AND (f.expires_at IS NULL OR f.expires_at > %s)",
+                        (np.asarray(query, dtype=np.float32), Keys(keys), now)).fetchall()
+    return {int(i): (0.0 if s is None else float(s), float(c)) for i, s, c in rows}

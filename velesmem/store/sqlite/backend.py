@@ -704,8 +704,29 @@ class SqliteStore:
                       allowed: np.ndarray | None) -> list[tuple[int, float]]:
         return self._index().search(query, n, allowed)
 
-    def similarities(self, query: np.ndarray, keys: Sequence[int]) -> dict[int, float]:
-        return self._index().similarities(query, list(keys))
+    def vector_candidates(self, query: np.ndarray, n: int,
+                          allowed: np.ndarray | None) -> np.ndarray:
+        return self._index().candidates(query, n, allowed)
+
+    def scored(self, query: np.ndarray, keys: Sequence[int],
+               now: float) -> dict[int, tuple[float, float]]:
+        space = self.serving
+        if not keys or space is None:
+            return {}
+        # one statement: the fact's liveness and confidence, and its exact stored vector
+        sql = (f"SELECT f.id, f.confidence, v.vector FROM facts f LEFT JOIN space_vectors v "
+               f"ON v.space = {int(space.id)} AND v.id = f.id "
+               f"WHERE f.id IN ({{}}) AND f.kind IS NULL AND {LIVE}")
+        rows = _in_query(self.reader(), sql, list(keys), (now,))
+        with_vector = [r for r in rows if r[2] is not None]
+        products = np.zeros(0, np.float32)
+        if with_vector:
+            matrix = np.frombuffer(b"".join(r[2] for r in with_vector), dtype=np.float32)
+            # einsum: each row's product alone (a BLAS product's rounding depends on its batch)
+            products = np.einsum("ij,j->i", matrix.reshape(len(with_vector), -1),
+                                 np.asarray(query, np.float32))
+        cosine = dict(zip((r[0] for r in with_vector), products.tolist()))
+        return {int(i): (cosine.get(i, 0.0), float(c)) for i, c, _ in rows}
 
     def _index(self) -> VectorIndex:
         if self.index is None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import sqlite3
 import threading
-from itertools import chain
 
 import numpy as np
 
@@ -24,16 +23,6 @@ IDF_FLOOR = 1e-6
 FTS_TABLE = "facts_fts"
 AVERAGES_ROWID = 1  # FTS5's record of the row count and the token count per column
 MERGE_MIN = 4_096  # rows fetched on demand before they are merged into the sorted arrays
-
-
-def _doc_counts(docs: np.ndarray) -> np.ndarray:
-    """[[doc, occurrences], ...] from one occurrence per element, grouped by doc (as fts5vocab
-    lists them: a doc's occurrences are adjacent)."""
-    if not len(docs):
-        return np.zeros((0, 2), np.int64)
-    starts = np.flatnonzero(np.r_[True, docs[1:] != docs[:-1]])
-    counts = np.diff(np.r_[starts, len(docs)])
-    return np.stack([docs[starts], counts], axis=1)
 
 
 def _varint(blob: bytes, pos: int) -> tuple[int, int]:
@@ -112,7 +101,16 @@ def _size(blob: bytes) -> int:
     return blob[0] if blob[0] < 0x80 else _varint(blob, 0)[0]
 
 
-_POSTINGS = "SELECT doc FROM temp.facts_inst WHERE term = ?"  # one row per occurrence
+# One string of the doc of every occurrence: a row per occurrence costs Python more than SQLite.
+_POSTINGS = "SELECT group_concat(doc) FROM temp.facts_inst WHERE term = ?"
+
+
+def _postings(conn: sqlite3.Connection, stem: str) -> tuple[np.ndarray, np.ndarray]:
+    """(docs ascending, occurrences in each) of ``stem``."""
+    text = conn.execute(_POSTINGS, (stem,)).fetchone()[0]
+    if not text:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.unique(np.array(text.split(","), dtype=np.int64), return_counts=True)
 
 
 def ensure_views(conn: sqlite3.Connection) -> None:
@@ -145,20 +143,19 @@ def _scores(conn: sqlite3.Connection, stems: list[str], lengths: DocLengths,
     n_rows, pos = _varint(row[0], 0)
     n_tokens, _ = _varint(row[0], pos)
     avgdl = n_tokens / n_rows if n_rows else 1.0
-    postings: dict[str, np.ndarray] = {}
+    postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     parts_doc, parts_tf, parts_idf = [], [], []
     for stem in stems:
         got = postings.get(stem)
         if got is None:
-            got = _doc_counts(np.fromiter(chain.from_iterable(conn.execute(_POSTINGS, (stem,))),
-                                          dtype=np.int64))
-            postings[stem] = got
-        if not len(got):
+            got = postings[stem] = _postings(conn, stem)
+        docs, tf = got
+        if not len(docs):
             continue
-        hits = len(got)
+        hits = len(docs)
         idf = math.log(max(n_rows - hits + 0.5, 1e-300) / (hits + 0.5))
-        parts_doc.append(got[:, 0])
-        parts_tf.append(got[:, 1])
+        parts_doc.append(docs)
+        parts_tf.append(tf)
         parts_idf.append(np.full(hits, idf if idf > 0 else IDF_FLOOR))
     if not parts_doc:
         return np.zeros(0, np.int64), np.zeros(0, np.float64)
@@ -167,6 +164,5 @@ def _scores(conn: sqlite3.Connection, stems: list[str], lengths: DocLengths,
     dl = lengths.get(conn, uniq, generation)[inverse]
     tf = np.concatenate(parts_tf).astype(np.float64)
     part = np.concatenate(parts_idf) * (tf * (k1 + 1.0)) / (tf + k1 * (1.0 - b + b * dl / avgdl))
-    total = np.zeros(len(uniq), dtype=np.float64)
-    np.add.at(total, inverse, part)
-    return uniq, total
+    # bincount adds each doc's parts in stem order, as FTS5 sums its phrases
+    return uniq, np.bincount(inverse, weights=part, minlength=len(uniq))

@@ -487,11 +487,18 @@ class VectorIndex:
                allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
         """Top-``n`` live ids by exact inner product, best first (ties by id); ``allowed`` (int64
         ids) restricts the search to those ids and returns the true top-n among them when exact."""
+        q = np.ascontiguousarray(query, dtype=np.float32).reshape(self.dimension)
+        return self._rescore(q, self.candidates(query, n, allowed), n)
+
+    def candidates(self, query: np.ndarray, n: int,
+                   allowed: np.ndarray | None = None) -> np.ndarray:
+        """The live ids ``search`` rescores: its top ``n``, and more where float16 scores lie too
+        close to the n-th to tell apart (int64, in no particular order)."""
         single_thread()
         q = np.ascontiguousarray(query, dtype=np.float32).reshape(1, self.dimension)
         with self.lock.read():
             if n <= 0 or self.live_count == 0:
-                return []
+                return np.zeros(0, np.int64)
             bound = self._error_bound(q[0])
             pending = self._pending_approx(q[0], allowed)
             if allowed is None:
@@ -508,7 +515,7 @@ class VectorIndex:
                     main = self._hnsw_rows(q, n, rows)
         ids = np.concatenate([main[0], pending[0]])
         approx = np.concatenate([main[1], pending[1]])
-        return self._rescore(q[0], _near_top(ids, approx, n, bound), n)
+        return _near_top(ids, approx, n, bound)
 
     def _error_bound(self, q: np.ndarray) -> float:
         """How far a float16 score may be from the exact one, for any vector of the index."""
@@ -649,18 +656,6 @@ class VectorIndex:
         del packed  # only now may the bitmap the selector points into go
         keep = labels[0] != -1
         return self._row_ids[labels[0][keep]], dist[0][keep]
-
-    def similarities(self, query: np.ndarray, ids: list[int]) -> dict[int, float]:
-        """Exact inner product of ``query`` with the stored vector of each live id."""
-        q = np.asarray(query, dtype=np.float32).reshape(self.dimension)
-        with self.lock.read():
-            rows = self._lookup(np.asarray(ids, dtype=np.int64)).tolist()
-            live = [i for i, r in zip(ids, rows)
-                    if i in self._p_rows or (r >= 0 and not self._dead[r])]
-        if not live:
-            return {}
-        found, vectors = self.source.fetch(np.asarray(live, dtype=np.int64))
-        return dict(zip(found.tolist(), (vectors @ q).tolist()))
 
     def own_vectors(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The vectors the index itself holds for the live ones of ``ids`` (float16 ones as

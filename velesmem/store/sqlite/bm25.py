@@ -101,24 +101,39 @@ def _size(blob: bytes) -> int:
     return blob[0] if blob[0] < 0x80 else _varint(blob, 0)[0]
 
 
-# One string of the doc of every occurrence: a row per occurrence costs Python more than SQLite.
-_POSTINGS = "SELECT group_concat(doc) FROM temp.facts_inst WHERE term = ?"
-
-
-def _postings(conn: sqlite3.Connection, stem: str) -> tuple[np.ndarray, np.ndarray]:
-    """(docs ascending, occurrences in each) of ``stem``."""
-    text = conn.execute(_POSTINGS, (stem,)).fetchone()[0]
-    if not text:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.unique(np.array(text.split(","), dtype=np.int64), return_counts=True)
+# Per stem, one string of the doc of every occurrence: a row per occurrence costs Python more
+# than SQLite spends finding it.
+_POSTINGS = ("SELECT term, group_concat(doc) FROM temp.facts_inst WHERE term IN ({}) "
+             "GROUP BY term")
+STEMS_PER_STATEMENT = 500
 
 
 def ensure_views(conn: sqlite3.Connection) -> None:
     """The per-connection fts5vocab 'instance' view of the store's index (in ``temp``)."""
-    if conn.execute("SELECT 1 FROM temp.sqlite_master WHERE name = 'facts_inst'").fetchone():
-        return
-    conn.execute(f"CREATE VIRTUAL TABLE temp.facts_inst USING fts5vocab(main, {FTS_TABLE}, "
-                 "'instance')")
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.facts_inst USING fts5vocab(main, "
+                 f"{FTS_TABLE}, 'instance')")
+
+
+def postings(conn: sqlite3.Connection,
+             stems: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """{stem: (docs ascending, occurrences in each)} of the ``stems`` some row holds."""
+    try:
+        return _postings(conn, stems)
+    except sqlite3.OperationalError as exc:  # the view is made at a connection's first query
+        if "no such table" not in str(exc):
+            raise
+    ensure_views(conn)
+    return _postings(conn, stems)
+
+
+def _postings(conn: sqlite3.Connection,
+              stems: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    out = {}
+    for start in range(0, len(stems), STEMS_PER_STATEMENT):
+        chunk = stems[start:start + STEMS_PER_STATEMENT]
+        for stem, text in conn.execute(_POSTINGS.format(",".join("?" * len(chunk))), chunk):
+            out[stem] = np.unique(np.array(text.split(","), dtype=np.int64), return_counts=True)
+    return out
 
 
 def scores(conn: sqlite3.Connection, stems: list[str], lengths: DocLengths,
@@ -139,19 +154,15 @@ def _scores(conn: sqlite3.Connection, stems: list[str], lengths: DocLengths,
                        (AVERAGES_ROWID,)).fetchone()
     if row is None or not stems:
         return np.zeros(0, np.int64), np.zeros(0, np.float64)
-    ensure_views(conn)
     n_rows, pos = _varint(row[0], 0)
     n_tokens, _ = _varint(row[0], pos)
     avgdl = n_tokens / n_rows if n_rows else 1.0
-    postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    found = postings(conn, list(dict.fromkeys(stems)))
     parts_doc, parts_tf, parts_idf = [], [], []
     for stem in stems:
-        got = postings.get(stem)
-        if got is None:
-            got = postings[stem] = _postings(conn, stem)
-        docs, tf = got
-        if not len(docs):
+        if stem not in found:
             continue
+        docs, tf = found[stem]
         hits = len(docs)
         idf = math.log(max(n_rows - hits + 0.5, 1e-300) / (hits + 0.5))
         parts_doc.append(docs)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 
@@ -22,6 +23,8 @@ from velesmem.store.text import BM25_B, BM25_K1, query_terms
 BM25_POSTINGS_BUDGET = 3_000  # most postings one BM25 query scores (rarest terms first)
 DF_REFRESH_WRITES = 1_000  # a cached document frequency is re-read after this many writes
 TERM_CACHE_MAX = 100_000
+TERMS_PER_STATEMENT = 500  # stems bound as parameters in one vocabulary lookup
+T = TypeVar("T")
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"  # the store's facts_fts tokenizer
 
 
@@ -72,34 +75,21 @@ def bounded_stems(conn: sqlite3.Connection, terms: list[str],
     stats = stats if stats is not None else TermStats()
     stems_cache, df_cache = stats.caches()
     stems = {t: stems_cache[t] for t in terms if t in stems_cache}
-    unknown = [t for t in terms if t not in stems]
-    ready = False
+    unknown = list(dict.fromkeys(t for t in terms if t not in stems))
     if unknown:
-        _ensure_scratch(conn)
-        ready = True
-        conn.execute("INSERT INTO temp.q_fts (q_fts) VALUES ('delete-all')")
-        conn.executemany("INSERT INTO temp.q_fts (rowid, w) VALUES (?, ?)",
-                         list(enumerate(unknown)))
-        found: dict[int, list[str]] = {}
-        for term, doc in conn.execute("SELECT term, doc FROM temp.q_vocab"):
-            found.setdefault(int(doc), []).append(term)
-        for n, word in enumerate(unknown):
-            stems[word] = stems_cache[word] = tuple(found.get(n, ()))
+        for word, found in zip(unknown, with_scratch(conn, _stem, unknown)):
+            stems[word] = stems_cache[word] = found
     seq = stats.seq()
+    stale = sorted({stem for term in terms for stem in stems[term]
+                    if (cached := df_cache.get(stem)) is None
+                    or seq - cached[1] > DF_REFRESH_WRITES})
+    if stale:
+        found = with_scratch(conn, _doc_frequencies, stale)
+        for stem in stale:
+            df_cache[stem] = (found.get(stem, 0), seq)
     costs = []
     for n, term in enumerate(terms):
-        cost = 0
-        for stem in stems[term]:
-            cached = df_cache.get(stem)
-            if cached is None or seq - cached[1] > DF_REFRESH_WRITES:
-                if not ready:
-                    _ensure_scratch(conn)
-                    ready = True
-                row = conn.execute("SELECT doc FROM temp.facts_vocab WHERE term = ?",
-                                   (stem,)).fetchone()
-                cached = (int(row[0]) if row else 0, seq)
-                df_cache[stem] = cached
-            cost += cached[0]
+        cost = sum(df_cache[stem][0] for stem in stems[term])
         if cost:
             costs.append((cost, n, term))
     costs.sort()
@@ -113,13 +103,46 @@ def bounded_stems(conn: sqlite3.Connection, terms: list[str],
     return kept
 
 
-def _ensure_scratch(conn: sqlite3.Connection) -> None:
-    if conn.execute("SELECT 1 FROM temp.sqlite_master WHERE name = 'q_vocab'").fetchone():
-        return
-    conn.execute(f"CREATE VIRTUAL TABLE temp.q_fts USING fts5(w, content='', "
+def _stem(conn: sqlite3.Connection, words: list[str]) -> list[tuple[str, ...]]:
+    """The FTS5 stems of each of ``words`` (a word may split into several, or none)."""
+    conn.execute("INSERT INTO temp.q_fts (q_fts) VALUES ('delete-all')")
+    conn.executemany("INSERT INTO temp.q_fts (rowid, w) VALUES (?, ?)", list(enumerate(words)))
+    found: dict[int, list[str]] = {}
+    for term, doc in conn.execute("SELECT term, doc FROM temp.q_vocab"):
+        found.setdefault(int(doc), []).append(term)
+    return [tuple(found.get(n, ())) for n in range(len(words))]
+
+
+def _doc_frequencies(conn: sqlite3.Connection, stems: list[str]) -> dict[str, int]:
+    """How many facts hold each of ``stems`` (a stem no fact holds is left out)."""
+    out: dict[str, int] = {}
+    for start in range(0, len(stems), TERMS_PER_STATEMENT):
+        chunk = stems[start:start + TERMS_PER_STATEMENT]
+        out.update(conn.execute(f"SELECT term, doc FROM temp.facts_vocab WHERE term IN "
+                                f"({','.join('?' * len(chunk))})", chunk))
+    return out
+
+
+def with_scratch(conn: sqlite3.Connection, read: Callable[[sqlite3.Connection, list[str]], T],
+                 words: list[str]) -> T:
+    """``read(conn, words)``, creating the connection's ``temp`` vocabulary tables first if
+    they are missing (asking first would cost a statement on every query)."""
+    try:
+        return read(conn, words)
+    except sqlite3.OperationalError as exc:
+        if "no such table" not in str(exc):
+            raise
+    _create_scratch(conn)
+    return read(conn, words)
+
+
+def _create_scratch(conn: sqlite3.Connection) -> None:
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.q_fts USING fts5(w, content='', "
                  f"tokenize='{FTS_TOKENIZER}')")
-    conn.execute("CREATE VIRTUAL TABLE temp.q_vocab USING fts5vocab(temp, q_fts, 'instance')")
-    conn.execute("CREATE VIRTUAL TABLE temp.facts_vocab USING fts5vocab(main, facts_fts, 'row')")
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.q_vocab USING fts5vocab(temp, q_fts, "
+                 "'instance')")
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.facts_vocab USING fts5vocab(main, "
+                 f"{bm25.FTS_TABLE}, 'row')")
 
 
 class TextIndex:

@@ -137,19 +137,25 @@ def _postings(conn: sqlite3.Connection,
 
 
 def scores(conn: sqlite3.Connection, stems: list[str], lengths: DocLengths,
-           generation: int, *, k1: float = K1, b: float = B) -> tuple[np.ndarray, np.ndarray]:
+           generation: int, *, k1: float = K1, b: float = B,
+           known: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
+           ) -> tuple[np.ndarray, np.ndarray]:
     """(rowids ascending, bm25 > 0) of every row holding one of ``stems``, each stem one
     single-token phrase of an OR query (a stem given twice counts twice, as in FTS5); with the
-    default ``k1``/``b``, FTS5's own bm25()."""
+    default ``k1``/``b``, FTS5's own bm25(). ``known``: postings already read in the caller's
+    transaction."""
+    if conn.in_transaction:  # the caller's snapshot
+        return _scores(conn, stems, lengths, generation, k1, b, known or {})
     conn.execute("BEGIN")  # one snapshot: totals, postings and lengths must agree
     try:
-        return _scores(conn, stems, lengths, generation, k1, b)
+        return _scores(conn, stems, lengths, generation, k1, b, known or {})
     finally:
         conn.execute("COMMIT")
 
 
 def _scores(conn: sqlite3.Connection, stems: list[str], lengths: DocLengths,
-            generation: int, k1: float, b: float) -> tuple[np.ndarray, np.ndarray]:
+            generation: int, k1: float, b: float,
+            known: dict[str, tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
     row = conn.execute(f"SELECT block FROM {FTS_TABLE}_data WHERE id = ?",
                        (AVERAGES_ROWID,)).fetchone()
     if row is None or not stems:
@@ -157,7 +163,7 @@ def _scores(conn: sqlite3.Connection, stems: list[str], lengths: DocLengths,
     n_rows, pos = _varint(row[0], 0)
     n_tokens, _ = _varint(row[0], pos)
     avgdl = n_tokens / n_rows if n_rows else 1.0
-    found = postings(conn, list(dict.fromkeys(stems)))
+    found = {**known, **postings(conn, [s for s in dict.fromkeys(stems) if s not in known])}
     parts_doc, parts_tf, parts_idf = [], [], []
     for stem in stems:
         if stem not in found:

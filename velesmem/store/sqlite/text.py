@@ -67,9 +67,12 @@ def bounded_terms(conn: sqlite3.Connection, terms: list[str],
     return [term for term, _ in bounded_stems(conn, terms, stats)]
 
 
-def bounded_stems(conn: sqlite3.Connection, terms: list[str],
-                  stats: TermStats | None = None) -> list[tuple[str, tuple[str, ...]]]:
-    """``bounded_terms`` with each kept term's FTS5 stems."""
+def bounded_stems(conn: sqlite3.Connection, terms: list[str], stats: TermStats | None = None,
+                  postings: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
+                  ) -> list[tuple[str, tuple[str, ...]]]:
+    """``bounded_terms`` with each kept term's FTS5 stems. A document frequency not cached is
+    counted from the stem's postings (FTS5 has no cheaper count: its vocabulary walks them
+    too); they are added to ``postings`` when given, for the scoring to reuse."""
     if not terms:
         return []
     stats = stats if stats is not None else TermStats()
@@ -84,9 +87,11 @@ def bounded_stems(conn: sqlite3.Connection, terms: list[str],
                     if (cached := df_cache.get(stem)) is None
                     or seq - cached[1] > DF_REFRESH_WRITES})
     if stale:
-        found = with_scratch(conn, _doc_frequencies, stale)
+        found = bm25.postings(conn, stale)
+        if postings is not None:
+            postings.update(found)
         for stem in stale:
-            df_cache[stem] = (found.get(stem, 0), seq)
+            df_cache[stem] = (len(found[stem][0]) if stem in found else 0, seq)
     costs = []
     for n, term in enumerate(terms):
         cost = sum(df_cache[stem][0] for stem in stems[term])
@@ -113,16 +118,6 @@ def _stem(conn: sqlite3.Connection, words: list[str]) -> list[tuple[str, ...]]:
     return [tuple(found.get(n, ())) for n in range(len(words))]
 
 
-def _doc_frequencies(conn: sqlite3.Connection, stems: list[str]) -> dict[str, int]:
-    """How many facts hold each of ``stems`` (a stem no fact holds is left out)."""
-    out: dict[str, int] = {}
-    for start in range(0, len(stems), TERMS_PER_STATEMENT):
-        chunk = stems[start:start + TERMS_PER_STATEMENT]
-        out.update(conn.execute(f"SELECT term, doc FROM temp.facts_vocab WHERE term IN "
-                                f"({','.join('?' * len(chunk))})", chunk))
-    return out
-
-
 def with_scratch(conn: sqlite3.Connection, read: Callable[[sqlite3.Connection, list[str]], T],
                  words: list[str]) -> T:
     """``read(conn, words)``, creating the connection's ``temp`` vocabulary tables first if
@@ -141,8 +136,6 @@ def _create_scratch(conn: sqlite3.Connection) -> None:
                  f"tokenize='{FTS_TOKENIZER}')")
     conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.q_vocab USING fts5vocab(temp, q_fts, "
                  "'instance')")
-    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.facts_vocab USING fts5vocab(main, "
-                 f"{bm25.FTS_TABLE}, 'row')")
 
 
 class TextIndex:
@@ -157,12 +150,17 @@ class TextIndex:
                allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """(rowids ascending, BM25 > 0) of every fact matching the budget-bounded query terms,
         restricted to ``allowed`` (sorted int64 ids) when given."""
-        kept = bounded_stems(conn, query_terms(query), self.stats)
-        if all(len(stems) == 1 for _, stems in kept):
-            ids, scores = bm25.scores(conn, [stems[0] for _, stems in kept], self.lengths,
-                                      self._generation(), k1=BM25_K1, b=BM25_B)
-        else:  # a word FTS5 splits into a phrase: let FTS5 score it
-            ids, scores = _fts5_bm25(conn, [term for term, _ in kept])
+        conn.execute("BEGIN")  # one snapshot: frequencies, postings, totals and lengths agree
+        try:
+            read: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+            kept = bounded_stems(conn, query_terms(query), self.stats, read)
+            if all(len(stems) == 1 for _, stems in kept):
+                ids, scores = bm25.scores(conn, [stems[0] for _, stems in kept], self.lengths,
+                                          self._generation(), k1=BM25_K1, b=BM25_B, known=read)
+            else:  # a word FTS5 splits into a phrase: let FTS5 score it
+                ids, scores = _fts5_bm25(conn, [term for term, _ in kept])
+        finally:
+            conn.execute("COMMIT")
         if allowed is not None and len(ids):
             keep = member(ids, allowed)
             ids, scores = ids[keep], scores[keep]

@@ -3,9 +3,10 @@
 A query becomes its word tokens (FTS5 ``porter unicode61`` tokens, diacritics folded) minus
 English stopwords, rarest first within a postings budget (``bounded_terms``), OR-ed. One very
 common term would make a query's cost grow with the store; its idf is low, so leaving it out
-changes the ranking little. Document frequencies come from an ``fts5vocab`` view of the store's
-index; query words are stemmed by a scratch FTS5 table with the same tokenizer, both in each
-reader connection's ``temp`` schema.
+changes the ranking little. A stem's document frequency is counted from its postings (an
+``fts5vocab`` 'instance' view of the store's index, which the scoring then reuses) and cached;
+query words are stemmed by a scratch FTS5 table with the same tokenizer, both in each reader
+connection's ``temp`` schema.
 """
 
 from __future__ import annotations

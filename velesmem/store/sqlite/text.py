@@ -24,7 +24,6 @@ from velesmem.store.text import BM25_B, BM25_K1, query_terms
 BM25_POSTINGS_BUDGET = 3_000  # most postings one BM25 query scores (rarest terms first)
 DF_REFRESH_WRITES = 1_000  # a cached document frequency is re-read after this many writes
 TERM_CACHE_MAX = 100_000
-TERMS_PER_STATEMENT = 500  # stems bound as parameters in one vocabulary lookup
 T = TypeVar("T")
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"  # the store's facts_fts tokenizer
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable
-from typing import TypeVar
 
 import numpy as np
 
@@ -24,7 +23,6 @@ from velesmem.store.text import BM25_B, BM25_K1, query_terms
 BM25_POSTINGS_BUDGET = 3_000  # most postings one BM25 query scores (rarest terms first)
 DF_REFRESH_WRITES = 1_000  # a cached document frequency is re-read after this many writes
 TERM_CACHE_MAX = 100_000
-T = TypeVar("T")
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"  # the store's facts_fts tokenizer
 
 
@@ -80,7 +78,7 @@ def bounded_stems(conn: sqlite3.Connection, terms: list[str], stats: TermStats |
     stems = {t: stems_cache[t] for t in terms if t in stems_cache}
     unknown = list(dict.fromkeys(t for t in terms if t not in stems))
     if unknown:
-        for word, found in zip(unknown, with_scratch(conn, _stem, unknown)):
+        for word, found in zip(unknown, _stems_of(conn, unknown)):
             stems[word] = stems_cache[word] = found
     seq = stats.seq()
     stale = sorted({stem for term in terms for stem in stems[term]
@@ -118,17 +116,16 @@ def _stem(conn: sqlite3.Connection, words: list[str]) -> list[tuple[str, ...]]:
     return [tuple(found.get(n, ())) for n in range(len(words))]
 
 
-def with_scratch(conn: sqlite3.Connection, read: Callable[[sqlite3.Connection, list[str]], T],
-                 words: list[str]) -> T:
-    """``read(conn, words)``, creating the connection's ``temp`` vocabulary tables first if
-    they are missing (asking first would cost a statement on every query)."""
+def _stems_of(conn: sqlite3.Connection, words: list[str]) -> list[tuple[str, ...]]:
+    """``_stem``, making the connection's scratch tables first if they are missing (asking
+    first would cost a statement on every query)."""
     try:
-        return read(conn, words)
+        return _stem(conn, words)
     except sqlite3.OperationalError as exc:
         if "no such table" not in str(exc):
             raise
     _create_scratch(conn)
-    return read(conn, words)
+    return _stem(conn, words)
 
 
 def _create_scratch(conn: sqlite3.Connection) -> None:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 import sqlite3
 import threading
+from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 
@@ -105,40 +107,84 @@ def _size(blob: bytes) -> int:
 # than SQLite spends finding it.
 _POSTINGS = ("SELECT term, group_concat(doc) FROM temp.facts_inst WHERE term IN ({}) "
              "GROUP BY term")
+_POSTINGS_UP_TO = ("SELECT group_concat(doc) FROM (SELECT doc FROM temp.facts_inst "
+                   "WHERE term = ? LIMIT ?)")
+_DOC_FREQUENCIES = "SELECT term, doc FROM temp.facts_vocab WHERE term IN ({})"
 STEMS_PER_STATEMENT = 500
+
+Postings = dict[str, tuple[np.ndarray, np.ndarray]]  # stem → (docs ascending, occurrences)
+T = TypeVar("T")
 
 
 def ensure_views(conn: sqlite3.Connection) -> None:
-    """The per-connection fts5vocab 'instance' view of the store's index (in ``temp``)."""
+    """The per-connection fts5vocab views of the store's index (in ``temp``): 'instance' for
+    postings, 'row' for document frequencies."""
     conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.facts_inst USING fts5vocab(main, "
                  f"{FTS_TABLE}, 'instance')")
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.facts_vocab USING fts5vocab(main, "
+                 f"{FTS_TABLE}, 'row')")
 
 
-def postings(conn: sqlite3.Connection,
-             stems: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """{stem: (docs ascending, occurrences in each)} of the ``stems`` some row holds."""
+def _with_views(conn: sqlite3.Connection, read: Callable[[sqlite3.Connection], T]) -> T:
+    """``read(conn)``, making the views first if missing (asking first costs a statement)."""
     try:
-        return _postings(conn, stems)
-    except sqlite3.OperationalError as exc:  # the view is made at a connection's first query
+        return read(conn)
+    except sqlite3.OperationalError as exc:  # the views are made at a connection's first query
         if "no such table" not in str(exc):
             raise
     ensure_views(conn)
-    return _postings(conn, stems)
+    return read(conn)
 
 
-def _postings(conn: sqlite3.Connection,
-              stems: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    out = {}
-    for start in range(0, len(stems), STEMS_PER_STATEMENT):
-        chunk = stems[start:start + STEMS_PER_STATEMENT]
-        for stem, text in conn.execute(_POSTINGS.format(",".join("?" * len(chunk))), chunk):
-            out[stem] = np.unique(np.array(text.split(","), dtype=np.int64), return_counts=True)
-    return out
+def postings(conn: sqlite3.Connection, stems: list[str]) -> Postings:
+    """The postings of the ``stems`` some row holds, in one statement per 500 stems."""
+    def read(conn: sqlite3.Connection) -> Postings:
+        out = {}
+        for start in range(0, len(stems), STEMS_PER_STATEMENT):
+            chunk = stems[start:start + STEMS_PER_STATEMENT]
+            for stem, text in conn.execute(_POSTINGS.format(",".join("?" * len(chunk))), chunk):
+                out[stem] = _parse(text)
+        return out
+    return _with_views(conn, read) if stems else {}
+
+
+def postings_up_to(conn: sqlite3.Connection, stems: list[str],
+                   cap: int) -> tuple[Postings, list[str]]:
+    """(the postings of each stem with at most ``cap`` occurrences, the stems with more): a
+    stem found in every fact is not walked to its end."""
+    def read(conn: sqlite3.Connection) -> tuple[Postings, list[str]]:
+        found: Postings = {}
+        over = []
+        for stem in stems:
+            text = conn.execute(_POSTINGS_UP_TO, (stem, cap + 1)).fetchone()[0]
+            if text is None:
+                continue
+            if text.count(",") >= cap:
+                over.append(stem)
+            else:
+                found[stem] = _parse(text)
+        return found, over
+    return _with_views(conn, read)
+
+
+def doc_frequencies(conn: sqlite3.Connection, stems: list[str]) -> dict[str, int]:
+    """How many rows hold each of ``stems`` (a stem no row holds is left out)."""
+    def read(conn: sqlite3.Connection) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for start in range(0, len(stems), STEMS_PER_STATEMENT):
+            chunk = stems[start:start + STEMS_PER_STATEMENT]
+            out.update(conn.execute(_DOC_FREQUENCIES.format(",".join("?" * len(chunk))), chunk))
+        return out
+    return _with_views(conn, read) if stems else {}
+
+
+def _parse(text: str) -> tuple[np.ndarray, np.ndarray]:
+    return np.unique(np.array(text.split(","), dtype=np.int64), return_counts=True)
 
 
 def scores(conn: sqlite3.Connection, stems: list[str], lengths: DocLengths,
            generation: int, *, k1: float = K1, b: float = B,
-           known: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
+           known: Postings | None = None,
            ) -> tuple[np.ndarray, np.ndarray]:
     """(rowids ascending, bm25 > 0) of every row holding one of ``stems``, each stem one
     single-token phrase of an OR query (a stem given twice counts twice, as in FTS5); with the
@@ -155,7 +201,7 @@ def scores(conn: sqlite3.Connection, stems: list[str], lengths: DocLengths,
 
 def _scores(conn: sqlite3.Connection, stems: list[str], lengths: DocLengths,
             generation: int, k1: float, b: float,
-            known: dict[str, tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+            known: Postings) -> tuple[np.ndarray, np.ndarray]:
     row = conn.execute(f"SELECT block FROM {FTS_TABLE}_data WHERE id = ?",
                        (AVERAGES_ROWID,)).fetchone()
     if row is None or not stems:

@@ -66,11 +66,12 @@ def bounded_terms(conn: sqlite3.Connection, terms: list[str],
 
 
 def bounded_stems(conn: sqlite3.Connection, terms: list[str], stats: TermStats | None = None,
-                  postings: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
+                  postings: bm25.Postings | None = None,
                   ) -> list[tuple[str, tuple[str, ...]]]:
     """``bounded_terms`` with each kept term's FTS5 stems. A document frequency not cached is
-    counted from the stem's postings (FTS5 has no cheaper count: its vocabulary walks them
-    too); they are added to ``postings`` when given, for the scoring to reuse."""
+    counted from the stem's postings (FTS5's row vocabulary walks them too, only to count),
+    which are added to ``postings`` when given, for the scoring to reuse; a stem with more
+    occurrences than the budget is counted by the vocabulary instead."""
     if not terms:
         return []
     stats = stats if stats is not None else TermStats()
@@ -85,11 +86,13 @@ def bounded_stems(conn: sqlite3.Connection, terms: list[str], stats: TermStats |
                     if (cached := df_cache.get(stem)) is None
                     or seq - cached[1] > DF_REFRESH_WRITES})
     if stale:
-        found = bm25.postings(conn, stale)
+        found, over = bm25.postings_up_to(conn, stale, BM25_POSTINGS_BUDGET)
         if postings is not None:
             postings.update(found)
+        counted = bm25.doc_frequencies(conn, over)
         for stem in stale:
-            df_cache[stem] = (len(found[stem][0]) if stem in found else 0, seq)
+            df_cache[stem] = (len(found[stem][0]) if stem in found else counted.get(stem, 0),
+                              seq)
     costs = []
     for n, term in enumerate(terms):
         cost = sum(df_cache[stem][0] for stem in stems[term])
@@ -149,7 +152,7 @@ class TextIndex:
         restricted to ``allowed`` (sorted int64 ids) when given."""
         conn.execute("BEGIN")  # one snapshot: frequencies, postings, totals and lengths agree
         try:
-            read: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+            read: bm25.Postings = {}
             kept = bounded_stems(conn, query_terms(query), self.stats, read)
             if all(len(stems) == 1 for _, stems in kept):
                 ids, scores = bm25.scores(conn, [stems[0] for _, stems in kept], self.lengths,

@@ -125,6 +125,7 @@ MAX_ENTITY_SCAN_EDGES = 4096  # raw edges scanned per direction to find them
 MAX_PENDING_EXTRACTIONS = 64  # non-terminal remember_extracted jobs admitted
 MAX_IDEMPOTENCY_KEY_BYTES = 256
 AUTOGRAPH_QUEUE_MAX = 4096  # facts waiting for autograph; beyond it they are dropped, counted
+AUTOGRAPH_LINGER_SECONDS = 0.05  # a queued fact waits this long for others to be linked with
 
 # --- online embedding migration (the migration_* tools) -----------------------------------
 DEFAULT_MIGRATION_JOURNAL_BYTES = 64 * MIB

@@ -56,7 +56,7 @@ def test_export_round_trip(tmp_path: Path, clock) -> None:
 
 
 class Other:
-    model, dimension, semantic = "other", 8, True
+    model, dimension, semantic, inline = "other", 8, True, True
 
     def embed(self, texts):
         return np.ones((len(texts), 8), dtype=np.float32) / np.sqrt(8)

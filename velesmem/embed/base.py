@@ -37,12 +37,15 @@ class Embedder(Protocol):
 
     ``model`` and ``dimension`` are recorded as the store's provenance with its first fact;
     ``semantic`` says whether similarity reflects meaning (False for the hash default), which
-    decides how much the vector side weighs in hybrid recall.
+    decides how much the vector side weighs in hybrid recall. ``inline`` says whether embedding
+    a fact takes microseconds (no model): the daemon then embeds a write's fact on its event
+    loop rather than handing it to a worker thread and back.
     """
 
     model: str
     dimension: int
     semantic: bool
+    inline: bool
 
     @property
     def ready(self) -> bool:

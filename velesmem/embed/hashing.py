@@ -54,6 +54,7 @@ class HashEmbedder:
     """Bag-of-words feature hashing into ``dimension`` buckets (default 384)."""
 
     semantic = False
+    inline = True  # ~0.1 ms for the longest fact remember takes (MAX_EMBEDDABLE_TEXT_BYTES)
 
     def __init__(self, dimension: int = HASH_DIMENSION) -> None:
         self.dimension = dimension

@@ -123,6 +123,7 @@ class LocalEmbedder(Warmable):
 
     dimension = LOCAL_DIMENSION
     semantic = True
+    inline = False
 
     def __init__(self, *, model: str = LOCAL_MODEL, threads: int | None = None,
                  batch_size: int = limits.LOCAL_EMBED_BATCH,

@@ -36,6 +36,7 @@ class RemoteEmbedder(Warmable):
     """Common HTTP machinery; subclasses give the endpoint, the payload and the parser."""
 
     semantic = True
+    inline = False
     backend = ""
 
     def __init__(self, *, url: str, model_name: str, fix: str, api_key: str = "",

@@ -68,8 +68,10 @@ class Autograph:
             pass
 
     def run(self, stop: threading.Event) -> None:
-        """Link queued facts until ``stop`` (or a None in the queue), a batch at a time: what
-        queued while one batch was written is linked by the next, in one store write."""
+        """Link queued facts until ``stop`` (or a None in the queue), a batch at a time: the
+        first fact waits ``AUTOGRAPH_LINGER_SECONDS`` for those that follow it, so a steady
+        stream of remembers wakes this thread a few times a second, not once per fact, and
+        what queued meanwhile is linked in one store write."""
         while not stop.is_set():
             try:
                 item = self._queue.get(timeout=0.5)
@@ -79,6 +81,10 @@ class Autograph:
                 continue
             if item is None:
                 return
+            with self._idle:
+                self._busy = True
+            if self._queue.qsize() < BATCH - 1:
+                stop.wait(limits.AUTOGRAPH_LINGER_SECONDS)
             batch = [item]
             while len(batch) < BATCH:
                 try:
@@ -89,8 +95,6 @@ class Autograph:
                     stop.set()
                     break
                 batch.append(nxt)
-            with self._idle:
-                self._busy = True
             try:
                 self.link_many(batch)
             except VelesmemError as exc:

@@ -144,6 +144,7 @@ class OtherEmbedder:
     model = "other-model"
     dimension = 384
     semantic = True
+    inline = True
 
     def embed(self, texts):
         out = np.ones((len(texts), self.dimension), dtype=np.float32)

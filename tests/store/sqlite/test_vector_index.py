@@ -41,10 +41,30 @@ def test_writes_are_searchable_before_and_after_indexing() -> None:
             index.add(ids[i:i + 25], x[i:i + 25])
             got = index.search(x[i], 1)
             assert got[0][0] == ids[i]  # immediately visible, pending or not
-        wait_drained(index)
-        assert index.ntotal == 500 and index.live_count == 500
         assert [i for i, _ in index.search(x[7], 5)] == exact_top(x, ids, x[7], 5)
-        assert to_u64(index.search(x[3], 1)[0][0]) == (1 << 63) + 3
+    finally:
+        index.stop_indexer()  # moves what is pending into HNSW
+    assert index.ntotal == 500 and index.live_count == 500 and index.pending_count == 0
+    assert [i for i, _ in index.search(x[7], 5)] == exact_top(x, ids, x[7], 5)
+    assert to_u64(index.search(x[3], 1)[0][0]) == (1 << 63) + 3
+
+
+def test_a_small_index_keeps_new_vectors_out_of_the_graph_until_it_outgrows_exact_search(
+        monkeypatch) -> None:
+    monkeypatch.setattr(vector_index, "EXACT_SCAN_MAX", 100)
+    index = VectorIndex(16)
+    index.start_indexer()
+    try:
+        x = vectors(150, seed=7)
+        ids = np.arange(150, dtype=np.int64)
+        index.add(ids[:100], x[:100])
+        time.sleep(0.2)  # the indexer would have moved them by now
+        assert index.pending_count == 100 and index.ntotal == 0
+        assert [i for i, _ in index.search(x[9], 5)] == exact_top(x[:100], ids[:100], x[9], 5)
+        index.add(ids[100:], x[100:])  # 150 live: searches leave the exact scan, so the graph is due
+        wait_drained(index)
+        assert index.ntotal == 150 and index.live_count == 150
+        assert index.search(x[120], 1)[0][0] == 120
     finally:
         index.stop_indexer()
 
@@ -223,11 +243,10 @@ def test_ids_removed_and_added_during_a_rebuild_are_right_after_the_swap(monkeyp
         assert q not in {i for i, _ in index.search(x[q], 20)}
     for q in (3, 7, 2005, 2015):
         assert index.search(x[q], 1)[0][0] == q
-    wait_drained(index)
+    index.stop_indexer()  # moves what is pending into the new index
     assert index.ntotal == 1550 + 2 + 9 + 10 and index.live_count == len(want)
     live = np.array(sorted(want), dtype=np.int64)
     assert [i for i, _ in index.search(x[900], 10)] == exact_top(x[live], live, x[900], 10)
-    index.stop_indexer()
     assert index.pending_count == 0 and set(index.live_ids().tolist()) == want
 
 

@@ -106,9 +106,9 @@ IncludeInternal = Annotated[Boolean, _doc(
 def register(mcp: FastMCP, app: AppContext) -> None:
     """Install the eleven memory tools on ``mcp``, bound to ``app.memory``.
 
-    Every tool is async: reads run on the Runtime's worker pool, writes are prepared there and
-    their commit awaited on the event loop. Tools that need the embedder or the vector index
-    first wait (boundedly) for the Runtime to be ready."""
+    Every tool is async: reads run on the Runtime's worker pool; writes are prepared on the event
+    loop (on the pool when a model embeds the fact) and their commit awaited there. Tools that
+    need the embedder or the vector index first wait (boundedly) for the Runtime to be ready."""
     rt = app.runtime
     memory = app.memory
 
@@ -119,7 +119,8 @@ def register(mcp: FastMCP, app: AppContext) -> None:
         author = request_author()
         await rt.ready()
         result = await rt.write(memory.submit_remember, fact, links=plain, metadata=metadata,
-                                ttl_seconds=ttl_seconds, author=author)
+                                ttl_seconds=ttl_seconds, author=author,
+                                offload=not memory.embedder.inline)
         return tool_result(result.to_dict())
 
     @mcp.tool(annotations=READ)

@@ -15,7 +15,9 @@ index and its tombstones); a short write-locked swap then applies what changed m
 
 Small sets are searched exactly: the whole index when it holds at most ``EXACT_SCAN_MAX`` live
 vectors, and a filter's candidates when they are at most ``EXACT_FILTER_MAX`` (a flat scan of the
-float16 storage restricted by a bitmap, then the exact rescoring). Bigger filtered searches use an
+float16 storage restricted by a bitmap, then the exact rescoring). While the whole index is that
+small, new vectors wait in the exact pending buffer instead of the graph (until it outgrows that
+size, or is saved): no search would use their links. Bigger filtered searches use an
 ``IDSelectorBatch`` with efSearch scaled by the filter's selectivity. Every search runs on one
 OpenMP thread (faster for single queries, and deterministic).
 """
@@ -128,7 +130,9 @@ class VectorIndex:
     """Vectors by int64 id: HNSW for the bulk, an exact pending buffer for the newest writes.
 
     ``add`` only appends to the pending buffer (cheap, so the writer acknowledges fast); the
-    indexer thread moves pending vectors into HNSW in small chunks. Searches scan the pending
+    indexer thread moves pending vectors into HNSW in small chunks, once the index holds more
+    than ``EXACT_SCAN_MAX`` live vectors (below that every search is exact, and the pending
+    buffer is searched as fast as the float16 storage: a graph would only cost each write). Searches scan the pending
     buffer exactly and merge it with the HNSW (or exact) result, so a write is searchable as
     soon as it is acknowledged. Without a running indexer ``add`` goes straight to HNSW.
     ``source`` gives the exact vectors of candidates (the store's); without one the index keeps
@@ -241,7 +245,7 @@ class VectorIndex:
         while True:
             with self._cv:
                 # paused during a rebuild: what stays pending goes straight into the new index
-                while not self._stop and (not self._p_rows or self._rebuilder is not None):
+                while not self._stop and (self._rebuilder is not None or not self._graph_due()):
                     self._cv.wait()
                 if self._stop:
                     return
@@ -255,6 +259,12 @@ class VectorIndex:
                 return
             with self._cv:
                 self._cv.notify_all()
+
+    def _graph_due(self) -> bool:
+        """Whether pending vectors should move into HNSW now: not while the index is small
+        enough that every search scans it exactly, where a graph would cost each write an
+        insertion no search uses."""
+        return bool(self._p_rows) and self.live_count > EXACT_SCAN_MAX
 
     def _index_pending(self, limit: int) -> None:
         single_thread()
@@ -328,7 +338,7 @@ class VectorIndex:
                 self._append_pending(ids[fresh], vectors[fresh])
             if seq is not None:
                 self.watermark = max(self.watermark, seq)
-        if fresh and self._indexer is not None:
+        if fresh and self._indexer is not None and self._graph_due():
             with self._cv:
                 self._cv.notify_all()
                 # backpressure: never let the exact buffer outgrow a cheap scan
@@ -531,10 +541,13 @@ class VectorIndex:
                         allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         if not self._p_rows:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        rows = np.flatnonzero(self._p_alive[self._p_head:self._p_tail]) + self._p_head
+        live = slice(self._p_head, self._p_tail)
+        rows = np.flatnonzero(self._p_alive[live])
+        ids = self._p_ids[live][rows]
         if allowed is not None:
-            rows = rows[np.isin(self._p_ids[rows], allowed)]
-        return self._p_ids[rows], self._p_vecs[rows] @ q
+            keep = np.isin(ids, allowed)
+            return ids[keep], self._p_vecs[live][rows[keep]] @ q
+        return ids, (self._p_vecs[live] @ q)[rows]  # a view: the small-index scan copies nothing
 
     def _rows_of(self, ids: np.ndarray) -> np.ndarray:
         """The live HNSW rows holding ``ids`` (hold a lock), found with numpy: binary search in

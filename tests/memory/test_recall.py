@@ -286,3 +286,42 @@ def test_recall_returns_up_to_k_and_never_pads_with_facts_without_evidence(
     assert [m.content for m in got] == ["the cache layer is slow on cold starts"]
     assert mem.recall("zebra giraffe", k=10).memories == []
     assert mem.why("zebra giraffe").nodes == []
+
+
+def test_hybrid_ranks_the_same_on_one_thread_and_on_two(mem: MemoryService, monkeypatch) -> None:
+    """Below PARALLEL_SEARCH_MIN_FACTS the text and vector sides run one after the other; above
+    it on two threads, the vector side reading its scores early when BM25 is still running.
+    Every path gives the same ranking and scores."""
+    import threading
+
+    for i in range(120):
+        mem.remember(f"service {i % 9} deploy note {i}: cache {i % 7} retries {i % 5} timeout")
+    queries = ["cache retries", "deploy timeout note 17", "service 3 cache 4", "zebra"]
+    if mem.store.backend == "sqlite":  # PostgreSQL: always two threads (two round trips)
+        assert not mem.store.parallel_search
+    with monkeypatch.context() as one_thread:
+        one_thread.setattr(mem._ranker, "pool", None)
+        serial = [mem.recall(q, k=10).to_dict() for q in queries]
+    monkeypatch.setattr(limits, "PARALLEL_SEARCH_MIN_FACTS", 0)
+    assert mem.store.parallel_search
+    assert [mem.recall(q, k=10).to_dict() for q in queries] == serial
+    text_search = mem.store.text_search
+    vector_done = threading.Event()
+
+    def after_the_vector_side(query, allowed):  # the early-scores path, made certain
+        vector_done.wait(5)
+        return text_search(query, allowed)
+
+    vector_candidates = mem.store.vector_candidates
+
+    def then_release(*args):
+        try:
+            return vector_candidates(*args)
+        finally:
+            vector_done.set()
+
+    monkeypatch.setattr(mem.store, "text_search", after_the_vector_side)
+    monkeypatch.setattr(mem.store, "vector_candidates", then_release)
+    for q, want in zip(queries, serial):
+        vector_done.clear()
+        assert mem.recall(q, k=10).to_dict() == want

@@ -126,13 +126,14 @@ class Ranker:
         """(query vector, BM25 ids, BM25 scores, the vector side's candidates for the top ``n``,
         and those candidates' ``scored`` when they were read while BM25 ran, else None).
 
-        BM25 needs no query vector, so it runs on a pool thread while this one embeds the query
-        and searches the vector index: the model, SQLite and FAISS all release the GIL, and a
+        BM25 needs no query vector, so where the store says both sides take long enough
+        (``parallel_search``) it runs on a pool thread while this one embeds the query and
+        searches the vector index: the model, SQLite and FAISS all release the GIL, and a
         query costs the slower side instead of the sum. When the vector side finishes first,
         it reads its candidates' scores while it waits, leaving fewer to read afterwards.
         """
         store = self.store
-        if self.pool is None:
+        if self.pool is None or not store.parallel_search:
             lex_ids, lex_scores = store.text_search(query, allowed)
             if qv is None:
                 qv = self.embedder.embed([query])[0]

@@ -358,6 +358,11 @@ class Store(TokenStore, Protocol):
         """(keys ascending, BM25 > 0) of the user facts matching the query's words, restricted
         to ``allowed`` (sorted keys) when given."""
 
+    @property
+    def parallel_search(self) -> bool:
+        """Whether ``text_search`` and the vector side take long enough here that running them
+        on two threads pays for the hop between them (answered from memory, no query)."""
+
     def vector_search(self, query: np.ndarray, n: int,
                       allowed: np.ndarray | None) -> list[tuple[int, float]]:
         """Top ``n`` live user facts by inner product in the serving space, best first."""

@@ -587,6 +587,10 @@ class PostgresStore:
             return np.zeros(0, np.int64)
         return matched(np.frombuffer(row[0], dtype=">i8").astype(np.int64), compiled)
 
+    @property
+    def parallel_search(self) -> bool:
+        return True  # each side is a round trip: the server works while this process waits
+
     def text_search(self, query: str, allowed: np.ndarray | None) -> tuple[np.ndarray,
                                                                            np.ndarray]:
         with self._conn() as conn:

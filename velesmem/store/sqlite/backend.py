@@ -700,6 +700,11 @@ class SqliteStore:
                                                                            np.ndarray]:
         return self.text.search(self.reader(), query, allowed)
 
+    @property
+    def parallel_search(self) -> bool:
+        index = self.index
+        return index is not None and index.live_count >= limits.PARALLEL_SEARCH_MIN_FACTS
+
     def vector_search(self, query: np.ndarray, n: int,
                       allowed: np.ndarray | None) -> list[tuple[int, float]]:
         return self._index().search(query, n, allowed)

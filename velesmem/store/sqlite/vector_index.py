@@ -29,6 +29,7 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
@@ -51,6 +52,7 @@ LOOKUP_SCAN_MAX = 16  # ids looked up one by one among the rows added since (els
 REBUILD_MIN_TOMBSTONES = 1024
 REBUILD_TOMBSTONE_FRACTION = 0.2
 PENDING_CHUNK = 64  # vectors moved into HNSW per indexer step (the write lock is held meanwhile)
+INDEX_LINGER_S = 0.05  # the indexer waits this long for a chunk to fill before it inserts less
 PENDING_MAX = 8192  # beyond this many pending vectors, add() waits for the indexer
 REBUILD_CHUNK = 2048  # vectors per add in a background rebuild (a cancel waits at most one chunk)
 INDEX_FILE = "vectors.faiss"  # the first embedding space's files; others add "-<space>"
@@ -247,8 +249,19 @@ class VectorIndex:
                 # paused during a rebuild: what stays pending goes straight into the new index
                 while not self._stop and (self._rebuilder is not None or not self._graph_due()):
                     self._cv.wait()
+                # a chunk, or what came within the linger: one insertion call for many writes,
+                # and one wake (add() notifies a chunk, or the first pending vector)
+                deadline = time.monotonic() + INDEX_LINGER_S
+                while (not self._stop and self._rebuilder is None
+                       and len(self._p_rows) < PENDING_CHUNK):
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._cv.wait(left)
                 if self._stop:
                     return
+                if self._rebuilder is not None:
+                    continue
             try:
                 self._index_pending(PENDING_CHUNK)
             except Exception:  # stay correct: add() goes synchronous from now on
@@ -322,6 +335,7 @@ class VectorIndex:
             self._memory.put(ids, vectors)
         with self.lock.write():
             fresh: list[int] = []
+            waiting, was_due = len(self._p_rows), self._graph_due()
             rows = self._lookup(ids).tolist()
             for pos, i in enumerate(ids.tolist()):
                 row = rows[pos]
@@ -338,7 +352,8 @@ class VectorIndex:
                 self._append_pending(ids[fresh], vectors[fresh])
             if seq is not None:
                 self.watermark = max(self.watermark, seq)
-        if fresh and self._indexer is not None and self._graph_due():
+        if (fresh and self._indexer is not None and self._graph_due()
+                and (waiting == 0 or not was_due or len(self._p_rows) >= PENDING_CHUNK)):
             with self._cv:
                 self._cv.notify_all()
                 # backpressure: never let the exact buffer outgrow a cheap scan

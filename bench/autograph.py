@@ -5,7 +5,7 @@ acknowledged latency should not move. Facts carry the identifiers coding agents 
 keys, PR numbers, paths, symbols). Both runs are interleaved in one process (off, on, off, on)
 on fresh stores; the table prints the medians of the runs.
 
-    python3 bench/autograph.py [--facts 2000] [--callers 8] [--rounds 2]
+    python3 bench/autograph.py [--facts 2000] [--callers 8] [--rounds 2] [--embedder hash]
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ def text(i: int) -> str:
             f"WorkerPool.drain now waits (note {i})")
 
 
-def one_run(mode: str, facts: int, callers: int) -> dict[str, float]:
+def one_run(mode: str, facts: int, callers: int, embedder: str) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
-        rt = Runtime.open(Settings(path=Path(tmp), autograph=mode))
+        rt = Runtime.open(Settings(path=Path(tmp), autograph=mode, embedder=embedder))
         rt.wait_ready_sync(60)
         latencies: list[float] = []
         lock = threading.Lock()
@@ -67,14 +67,16 @@ def main() -> None:
     parser.add_argument("--facts", type=int, default=2000)
     parser.add_argument("--callers", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--embedder", default="hash",
+                        help="hash (default: the writer's cost alone), or local (the model's too)")
     args = parser.parse_args()
     runs: dict[str, list[dict[str, float]]] = {"off": [], "identifiers": []}
     for _ in range(args.rounds):
         for mode in runs:
-            runs[mode].append(one_run(mode, args.facts, args.callers))
+            runs[mode].append(one_run(mode, args.facts, args.callers, args.embedder))
     summary = {mode: {k: median([r[k] for r in rs]) for k in rs[0]} for mode, rs in runs.items()}
     print(f"remember with autograph off vs on: {args.facts} facts, {args.callers} callers, "
-          f"{args.rounds} rounds each (medians)")
+          f"{args.rounds} rounds each (medians), embedder {args.embedder}")
     print_table(["autograph", "remember p50", "p99", "facts/s", "peak queue", "dropped",
                  "all linked after", "edges"],
                 [[mode, f"{s['p50_ms']:.2f} ms", f"{s['p99_ms']:.2f} ms", f"{s['per_s']:,.0f}",

@@ -1,6 +1,6 @@
 """The FAISS index: a derived, rebuildable cache of the user facts' vectors.
 
-Kind: ``IndexIDMap(IndexHNSWSQ(d, float16, M=16, inner product))``, efConstruction 40, efSearch
+Kind: ``IndexIDMap(IndexHNSWSQ(d, float16, M=32, inner product))``, efConstruction 40, efSearch
 max(160, n). The index holds float16 codes (half the memory of float32) and finds candidates by
 them; the scores it returns are exact: the candidates' stored float32 vectors (``exact.py``:
 SQLite, the truth) are read back and multiplied with the query. Where a search is exact (small
@@ -41,7 +41,7 @@ from velesmem.store.sqlite import faiss_growth
 from velesmem.store.sqlite.exact import MemoryVectors
 from velesmem.store.sqlite.rwlock import RWLock
 
-HNSW_M = 16  # as recall-accurate as 32 on the engine bench, faster to search and to grow (docs/engine.md)
+HNSW_M = 32  # 16 searched faster, but lost facts among near-duplicates with tombstones (docs/engine.md)
 HNSW_EF_CONSTRUCTION = 40
 HNSW_EF_SEARCH = 160  # 100k hash vectors: recall@10 0.96 at 128, 0.975 at 200 (docs/engine.md)
 MAX_EF_SEARCH = 4096

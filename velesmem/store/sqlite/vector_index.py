@@ -41,7 +41,7 @@ from velesmem.store.sqlite import faiss_growth
 from velesmem.store.sqlite.exact import MemoryVectors
 from velesmem.store.sqlite.rwlock import RWLock
 
-HNSW_M = 32  # 16 searched faster, but lost facts among near-duplicates with tombstones (docs/engine.md)
+HNSW_M = 32  # 16 searched faster but lost near-duplicates among tombstones (docs/engine.md)
 HNSW_EF_CONSTRUCTION = 40
 HNSW_EF_SEARCH = 160  # 100k hash vectors: recall@10 0.96 at 128, 0.975 at 200 (docs/engine.md)
 MAX_EF_SEARCH = 4096
@@ -133,9 +133,8 @@ class VectorIndex:
 
     ``add`` only appends to the pending buffer (cheap, so the writer acknowledges fast); the
     indexer thread moves pending vectors into HNSW in small chunks, once the index holds more
-    than ``EXACT_SCAN_MAX`` live vectors (below that every search is exact, and the pending
-    buffer is searched as fast as the float16 storage: a graph would only cost each write). Searches scan the pending
-    buffer exactly and merge it with the HNSW (or exact) result, so a write is searchable as
+    than ``EXACT_SCAN_MAX`` live vectors (below that every search is exact: a graph would only
+    cost each write its insertion). Searches scan the pending buffer exactly and merge it with the HNSW (or exact) result, so a write is searchable as
     soon as it is acknowledged. Without a running indexer ``add`` goes straight to HNSW.
     ``source`` gives the exact vectors of candidates (the store's); without one the index keeps
     a float32 copy of what it is given (``MemoryVectors``).

@@ -134,8 +134,8 @@ class VectorIndex:
     ``add`` only appends to the pending buffer (cheap, so the writer acknowledges fast); the
     indexer thread moves pending vectors into HNSW in small chunks, once the index holds more
     than ``EXACT_SCAN_MAX`` live vectors (below that every search is exact: a graph would only
-    cost each write its insertion). Searches scan the pending buffer exactly and merge it with the HNSW (or exact) result, so a write is searchable as
-    soon as it is acknowledged. Without a running indexer ``add`` goes straight to HNSW.
+    cost each write its insertion). Searches scan the pending buffer exactly and merge it with
+    the HNSW (or exact) result, so a write is searchable as soon as it is acknowledged. Without a running indexer ``add`` goes straight to HNSW.
     ``source`` gives the exact vectors of candidates (the store's); without one the index keeps
     a float32 copy of what it is given (``MemoryVectors``).
     """

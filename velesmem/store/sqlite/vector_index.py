@@ -135,9 +135,10 @@ class VectorIndex:
     indexer thread moves pending vectors into HNSW in small chunks, once the index holds more
     than ``EXACT_SCAN_MAX`` live vectors (below that every search is exact: a graph would only
     cost each write its insertion). Searches scan the pending buffer exactly and merge it with
-    the HNSW (or exact) result, so a write is searchable as soon as it is acknowledged. Without a running indexer ``add`` goes straight to HNSW.
-    ``source`` gives the exact vectors of candidates (the store's); without one the index keeps
-    a float32 copy of what it is given (``MemoryVectors``).
+    the HNSW (or exact) result, so a write is searchable as soon as it is acknowledged. Without
+    a running indexer ``add`` goes straight to HNSW. ``source`` gives the exact vectors of
+    candidates (the store's); without one the index keeps a float32 copy of what it is given
+    (``MemoryVectors``).
     """
 
     def __init__(self, dimension: int, index: faiss.IndexIDMap | None = None,

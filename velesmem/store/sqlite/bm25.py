@@ -136,15 +136,20 @@ def _with_views(conn: sqlite3.Connection, read: Callable[[sqlite3.Connection], T
     return read(conn)
 
 
+def _per_stem(conn: sqlite3.Connection, sql: str, stems: list[str]) -> list[tuple[str, T]]:
+    """The (stem, value) rows of ``sql`` (its ``IN ({})`` bound to the stems), one statement
+    per ``STEMS_PER_STATEMENT`` stems."""
+    rows: list[tuple[str, T]] = []
+    for start in range(0, len(stems), STEMS_PER_STATEMENT):
+        chunk = stems[start:start + STEMS_PER_STATEMENT]
+        rows.extend(conn.execute(sql.format(",".join("?" * len(chunk))), chunk))
+    return rows
+
+
 def postings(conn: sqlite3.Connection, stems: list[str]) -> Postings:
     """The postings of the ``stems`` some row holds, in one statement per 500 stems."""
     def read(conn: sqlite3.Connection) -> Postings:
-        out = {}
-        for start in range(0, len(stems), STEMS_PER_STATEMENT):
-            chunk = stems[start:start + STEMS_PER_STATEMENT]
-            for stem, text in conn.execute(_POSTINGS.format(",".join("?" * len(chunk))), chunk):
-                out[stem] = _parse(text)
-        return out
+        return {stem: _parse(text) for stem, text in _per_stem(conn, _POSTINGS, stems)}
     return _with_views(conn, read) if stems else {}
 
 
@@ -170,11 +175,7 @@ def postings_up_to(conn: sqlite3.Connection, stems: list[str],
 def doc_frequencies(conn: sqlite3.Connection, stems: list[str]) -> dict[str, int]:
     """How many rows hold each of ``stems`` (a stem no row holds is left out)."""
     def read(conn: sqlite3.Connection) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for start in range(0, len(stems), STEMS_PER_STATEMENT):
-            chunk = stems[start:start + STEMS_PER_STATEMENT]
-            out.update(conn.execute(_DOC_FREQUENCIES.format(",".join("?" * len(chunk))), chunk))
-        return out
+        return dict(_per_stem(conn, _DOC_FREQUENCIES, stems))
     return _with_views(conn, read) if stems else {}
 
 

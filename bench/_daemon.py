@@ -118,7 +118,8 @@ def start_daemon(root: Path, embedder: str = "hash", extra_env: dict[str, str] |
     port = free_port()
     log = root / "daemon.log"
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "velesmem", "--http"],
+    # cwd: ``-m`` puts the working directory first on sys.path, ahead of PYTHONPATH
+    proc = subprocess.Popen([sys.executable, "-m", "velesmem", "--http"], cwd=CHECKOUT,
                             env=daemon_env(root, port, embedder, extra_env), stdout=log.open("wb"),
                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     base = f"https://127.0.0.1:{port}"

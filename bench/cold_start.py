@@ -79,7 +79,8 @@ def one_run(root: Path, embedder: str, tool: str, args: dict[str, Any], extra: l
     ca = root / "tls" / "ca-cert.pem"
     log = (root / "daemon.log").open("wb")
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, *extra, "-m", "velesmem", "--http"], env=env, stdout=log,
+    proc = subprocess.Popen([sys.executable, *extra, "-m", "velesmem", "--http"], cwd=CHECKOUT,
+                            env=env, stdout=log,
                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     elapsed = asyncio.run(first_call(base, ca, tool, args, t0))
     return elapsed, proc, base, ca
@@ -104,7 +105,8 @@ def measure_health(root: Path, embedder: str) -> float:
     base = f"https://127.0.0.1:{port}"
     ca = root / "tls" / "ca-cert.pem"
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "velesmem", "--http"], env=daemon_env(root, port, embedder),
+    proc = subprocess.Popen([sys.executable, "-m", "velesmem", "--http"], cwd=CHECKOUT,
+                            env=daemon_env(root, port, embedder),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
     try:
         return wait_health(base, ca, t0)

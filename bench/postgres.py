@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 from _common import command, machine, median, percentile, print_table, write_results
-from _daemon import free_port
+from _daemon import CHECKOUT, free_port
 
 from velesmem.config import Settings
 
@@ -249,7 +249,8 @@ class Daemon:
                 "VELESDB_MEMORY_TLS_DIR": str(home / "tls"),
                 "VELESDB_MEMORY_HTTP_BIND": f"127.0.0.1:{port}", "HOME": str(home)}
         self.log = home / "daemon.log"
-        self.proc = subprocess.Popen([sys.executable, "-m", "velesmem", "--http"], env=env,
+        self.proc = subprocess.Popen([sys.executable, "-m", "velesmem", "--http"], cwd=CHECKOUT,
+                                     env=env,
                                      stdout=open(self.log, "wb"), stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL)
         self.ca = home / "tls" / "ca-cert.pem"

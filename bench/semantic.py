@@ -30,7 +30,7 @@ import httpx
 from _common import command, machine, median, percentile, print_table, write_results
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
-from _daemon import free_port
+from _daemon import CHECKOUT, free_port
 
 from velesmem.config import Settings
 from velesmem.daemon.tls import client_ssl_context
@@ -45,7 +45,8 @@ def start_daemon(root: Path, **extra: str) -> tuple[subprocess.Popen[bytes], str
             "VELESDB_MEMORY_AUTOGRAPH": "off", **extra}
     started = time.perf_counter()
     log = open(root / "daemon.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "velesmem", "--http"], env=env, stdout=log,
+    proc = subprocess.Popen([sys.executable, "-m", "velesmem", "--http"], cwd=CHECKOUT,
+                            env=env, stdout=log,
                             stderr=subprocess.STDOUT)
     return proc, f"https://127.0.0.1:{port}", root / "tls" / "ca-cert.pem", started
 

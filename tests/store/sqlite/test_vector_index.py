@@ -280,6 +280,23 @@ def test_save_and_load_round_trip(tmp_path: Path) -> None:
     assert VectorIndex.load(tmp_path, 32, "m") is None
 
 
+def test_a_loaded_index_adds_with_this_versions_construction_setting(tmp_path: Path,
+                                                                     monkeypatch) -> None:
+    """efConstruction is saved in the file; a file written with another value still gets this
+    version's for what is added after the load."""
+    import faiss
+
+    monkeypatch.setattr(vector_index, "HNSW_EF_CONSTRUCTION", 77)
+    index = VectorIndex(16)
+    index.add(np.arange(10, dtype=np.int64), vectors(10), seq=1)
+    index.save(tmp_path, "m")
+    monkeypatch.undo()
+    loaded = VectorIndex.load(tmp_path, 16, "m")
+    assert loaded is not None
+    hnsw = faiss.downcast_index(loaded._index.index).hnsw
+    assert hnsw.efConstruction == vector_index.HNSW_EF_CONSTRUCTION != 77
+
+
 def test_bm25_scratch_tokenizer_matches_the_store_schema() -> None:
     import inspect
 

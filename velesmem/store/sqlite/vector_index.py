@@ -42,7 +42,7 @@ from velesmem.store.sqlite.exact import MemoryVectors
 from velesmem.store.sqlite.rwlock import RWLock
 
 HNSW_M = 32  # 16 searched faster but lost near-duplicates among tombstones (docs/engine.md)
-HNSW_EF_CONSTRUCTION = 32  # 40: recall@10 0.995 vs 0.994 at 100k for a fifth more insertion CPU
+HNSW_EF_CONSTRUCTION = 32  # 40: recall@10 0.995 vs 0.994 at 100k for 37 % more insertion CPU
 HNSW_EF_SEARCH = 160  # 100k hash vectors: recall@10 0.96 at 128, 0.975 at 200 (docs/engine.md)
 MAX_EF_SEARCH = 4096
 EXACT_SCAN_MAX = 4_096

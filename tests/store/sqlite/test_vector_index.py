@@ -86,6 +86,76 @@ def test_remove_hides_pending_and_indexed_and_add_revives() -> None:
     assert index.pending_count == 0 and index.ntotal == 50
 
 
+def _insertion_held(monkeypatch) -> tuple[threading.Event, threading.Event]:
+    """Make every HNSW insertion signal ``inserting`` and wait for ``release`` inside FAISS's
+    add (the write lock held, as during a long insertion at 100k)."""
+    inserting, release = threading.Event(), threading.Event()
+    real = vector_index.add_to
+
+    def held(index, ids, vecs) -> None:
+        inserting.set()
+        assert release.wait(30)
+        real(index, ids, vecs)
+
+    monkeypatch.setattr(vector_index, "add_to", held)
+    return inserting, release
+
+
+def test_an_add_is_acknowledged_while_the_indexer_inserts_a_chunk(monkeypatch) -> None:
+    monkeypatch.setattr(vector_index, "EXACT_SCAN_MAX", 0)  # the graph is due at once
+    monkeypatch.setattr(vector_index, "INDEX_LINGER_S", 0.0)
+    inserting, release = _insertion_held(monkeypatch)
+    index = VectorIndex(16)
+    index.start_indexer()
+    x = vectors(40, seed=11)
+    ids = np.arange(40, dtype=np.int64)
+    added = threading.Event()
+    writer = threading.Thread(target=lambda: (index.add(ids[20:], x[20:]), added.set()))
+    try:
+        index.add(ids[:20], x[:20])
+        assert inserting.wait(30)  # the indexer holds the write lock, inside FAISS
+        writer.start()
+        assert added.wait(10), "add waited for the HNSW insertion"
+        assert index.pending_count == 40  # the chunk stays pending until it is recorded
+    finally:
+        release.set()
+        if writer.ident is not None:
+            writer.join()
+        index.stop_indexer()
+    assert index.ntotal == 40 and index.pending_count == 0 and index.live_count == 40
+    for i in (3, 25, 39):
+        assert index.search(x[i], 1)[0][0] == i
+    assert [i for i, _ in index.search(x[7], 5)] == exact_top(x, ids, x[7], 5)
+
+
+def test_a_revival_waits_for_the_insertion_and_is_searchable_after_it(monkeypatch) -> None:
+    monkeypatch.setattr(vector_index, "EXACT_SCAN_MAX", 0)
+    monkeypatch.setattr(vector_index, "INDEX_LINGER_S", 0.0)
+    x = vectors(40, seed=12)
+    ids = np.arange(40, dtype=np.int64)
+    index = VectorIndex(16)
+    index.add(ids[:20], x[:20])  # no indexer: straight into HNSW
+    index.remove([5])
+    inserting, release = _insertion_held(monkeypatch)
+    index.start_indexer()
+    revived = threading.Event()
+    writer = threading.Thread(target=lambda: (index.add(ids[5:6], x[5:6]), revived.set()))
+    try:
+        index.add(ids[20:], x[20:])
+        assert inserting.wait(30)
+        writer.start()
+        # a tombstone's revival changes what searches read: it waits for the write lock
+        assert not revived.wait(0.3)
+    finally:
+        release.set()
+        if writer.ident is not None:
+            writer.join()
+        index.stop_indexer()
+    assert revived.is_set() and index.live_count == 40 and index.ntotal == 40
+    assert index.search(x[5], 1)[0][0] == 5
+    assert [i for i, _ in index.search(x[30], 5)] == exact_top(x, ids, x[30], 5)
+
+
 def test_filtered_search_is_the_true_top_k_among_allowed(monkeypatch) -> None:
     x = vectors(400, seed=3)
     ids = np.arange(400, dtype=np.int64)

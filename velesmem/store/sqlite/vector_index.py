@@ -139,13 +139,6 @@ class VectorIndex:
     a running indexer ``add`` goes straight to HNSW. ``source`` gives the exact vectors of
     candidates (the store's); without one the index keeps a float32 copy of what it is given
     (``MemoryVectors``).
-
-    Two locks. ``lock`` (readers-writer) keeps searches out of FAISS while it changes, and out of
-    the row bookkeeping (``_row_ids``, ``_dead``, ``_n``) while that changes. ``_state`` (a
-    mutex, taken after ``lock`` when both are held, never the other way round) guards the pending
-    buffer and every change to the bookkeeping. A fresh vector's ``add`` takes ``_state`` only:
-    the writer acknowledging a remember never waits for an HNSW insertion, which holds ``lock``
-    alone while FAISS links the chunk (tens of ms at 100k).
     """
 
     def __init__(self, dimension: int, index: faiss.IndexIDMap | None = None,
@@ -153,7 +146,6 @@ class VectorIndex:
         self.dimension = dimension
         self.watermark = watermark  # highest SQLite ``seq`` reflected in the index
         self.lock = RWLock()
-        self._state = threading.Lock()
         self._index = index if index is not None else _new_faiss(dimension)
         self._memory = MemoryVectors(dimension) if source is None else None
         self.source: ExactSource = self._memory if source is None else source
@@ -211,7 +203,7 @@ class VectorIndex:
 
     def live_ids(self) -> np.ndarray:
         """The int64 ids of every live vector."""
-        with self.lock.read(), self._state:
+        with self.lock.read():
             main = self._row_ids[: self._n][~self._dead[: self._n]]
             return np.concatenate([main, np.fromiter(self._p_rows, dtype=np.int64)])
 
@@ -288,36 +280,23 @@ class VectorIndex:
         return bool(self._p_rows) and self.live_count > EXACT_SCAN_MAX
 
     def _index_pending(self, limit: int) -> None:
-        """Move up to ``limit`` pending vectors into HNSW. The insertion holds ``lock`` only, so
-        ``add`` keeps appending meanwhile; the chunk stays pending (and searchable) until its
-        rows are recorded. Nothing takes a chunk's ids out of the buffer meanwhile (``remove``
-        and revivals wait for ``lock``), but an append may compact the buffer, so they are
-        found again by id."""
         single_thread()
         with self.lock.write():
-            with self._state:
-                head, tail = self._p_head, self._p_tail
-                alive = np.flatnonzero(self._p_alive[head:min(tail, head + limit)]) + head
-                ids, vectors = self._p_ids[alive].copy(), self._p_vecs[alive].copy()
-            if len(ids):
-                add_to(self._index, ids, vectors)
-            with self._state:
-                self._record_main(ids, vectors)
-                for i in ids.tolist():
-                    self._p_alive[self._p_rows.pop(i)] = False
-                head, tail = self._p_head, self._p_tail
-                left = np.flatnonzero(self._p_alive[head:tail])
-                self._p_head = head + (int(left[0]) if len(left) else tail - head)
-                if self._p_head == self._p_tail:
-                    self._p_head = self._p_tail = 0
+            head, tail = self._p_head, self._p_tail
+            stop = min(tail, head + limit)
+            alive = np.flatnonzero(self._p_alive[head:stop]) + head
+            if len(alive):
+                self._add_main(self._p_ids[alive].copy(), self._p_vecs[alive].copy())
+                for i in self._p_ids[alive].tolist():
+                    del self._p_rows[i]
+            self._p_alive[head:stop] = False
+            self._p_head = stop
+            if self._p_head == self._p_tail:
+                self._p_head = self._p_tail = 0
 
     def _add_main(self, ids: np.ndarray, vectors: np.ndarray) -> None:
-        """Append to HNSW (hold ``lock`` for writing and ``_state``)."""
+        """Append to HNSW (hold the write lock)."""
         add_to(self._index, ids, vectors)
-        self._record_main(ids, vectors)
-
-    def _record_main(self, ids: np.ndarray, vectors: np.ndarray) -> None:
-        """Record vectors just appended to HNSW in the row bookkeeping (hold both locks)."""
         if len(ids):
             self._max_norm = max(self._max_norm,
                                  float(np.linalg.norm(vectors, axis=1).max()))
@@ -339,7 +318,7 @@ class VectorIndex:
         if self._memory is not None:
             self._memory.put(ids, vectors)
         try:
-            with self.lock.write(), self._state:
+            with self.lock.write():
                 rows = self._lookup(ids)
                 fresh = [p for p, i in enumerate(ids.tolist())
                          if rows[p] < 0 and i not in self._p_rows]
@@ -354,30 +333,9 @@ class VectorIndex:
         single_thread()
         if self._memory is not None:
             self._memory.put(ids, vectors)
-        with self._state:
-            waiting, was_due = len(self._p_rows), self._graph_due()
-            quick = self._indexer is not None and not bool((self._lookup(ids) >= 0).any())
-            if quick:  # none in HNSW: the pending buffer is all that changes
-                fresh = [pos for pos, i in enumerate(ids.tolist()) if i not in self._p_rows]
-                if fresh:
-                    self._append_pending(ids[fresh], vectors[fresh])
-                if seq is not None:
-                    self.watermark = max(self.watermark, seq)
-        if not quick:
-            fresh = self._add_locked(ids, vectors, seq)
-        if (fresh and self._indexer is not None and self._graph_due()
-                and (waiting == 0 or not was_due or len(self._p_rows) >= PENDING_CHUNK)):
-            with self._cv:
-                self._cv.notify_all()
-                # backpressure: never let the exact buffer outgrow a cheap scan
-                while len(self._p_rows) > PENDING_MAX and self._indexer is not None:
-                    self._cv.wait(timeout=1.0)
-
-    def _add_locked(self, ids: np.ndarray, vectors: np.ndarray, seq: int | None) -> list[int]:
-        """``add`` where an id has an HNSW row (revive a tombstone, keep a live one) or no
-        indexer runs (straight into HNSW): under both locks. The positions added fresh."""
-        with self.lock.write(), self._state:
+        with self.lock.write():
             fresh: list[int] = []
+            waiting, was_due = len(self._p_rows), self._graph_due()
             rows = self._lookup(ids).tolist()
             for pos, i in enumerate(ids.tolist()):
                 row = rows[pos]
@@ -394,10 +352,15 @@ class VectorIndex:
                 self._append_pending(ids[fresh], vectors[fresh])
             if seq is not None:
                 self.watermark = max(self.watermark, seq)
-        return fresh
+        if (fresh and self._indexer is not None and self._graph_due()
+                and (waiting == 0 or not was_due or len(self._p_rows) >= PENDING_CHUNK)):
+            with self._cv:
+                self._cv.notify_all()
+                # backpressure: never let the exact buffer outgrow a cheap scan
+                while len(self._p_rows) > PENDING_MAX and self._indexer is not None:
+                    self._cv.wait(timeout=1.0)
 
     def _append_pending(self, ids: np.ndarray, vectors: np.ndarray) -> None:
-        """Append to the pending buffer, compacting it when full (hold ``_state``)."""
         need = self._p_tail + len(ids)
         if need > len(self._p_ids):
             live = slice(self._p_head, self._p_tail)
@@ -423,7 +386,7 @@ class VectorIndex:
 
     def remove(self, ids: list[int]) -> None:
         """Tombstone these int64 ids; rebuild when tombstones pass the threshold."""
-        with self.lock.write(), self._state:
+        with self.lock.write():
             rows = self._lookup(np.asarray(ids, dtype=np.int64)).tolist()
             for i, row in zip(ids, rows):
                 prow = self._p_rows.pop(i, None)
@@ -467,8 +430,7 @@ class VectorIndex:
                 if built is None:
                     return
                 with self.lock.write():
-                    with self._state:
-                        self._swap(rows, *built)
+                    self._swap(rows, *built)
                     if self._rebuild_cancel.is_set() or not self._needs_rebuild():
                         self._end_rebuild()  # inside the lock: the next remove() may start one
                         return
@@ -504,7 +466,7 @@ class VectorIndex:
         return index, ids
 
     def _swap(self, rows: np.ndarray, index: faiss.IndexIDMap, ids: np.ndarray) -> None:
-        """Install the new index (hold both locks): snapshot ids removed since are
+        """Install the new index (hold the write lock): snapshot ids removed since are
         tombstoned in it; old rows alive now but not in it (revived, or indexed since the
         snapshot) go back to the pending buffer, so the indexer adds them to the new index."""
         dead = self._dead[rows].copy()
@@ -529,7 +491,7 @@ class VectorIndex:
             self._append_pending(extra_ids, extra_vecs)
 
     def _rebuild_locked(self) -> None:
-        """Rebuild without the tombstones, in this thread (hold both locks), a chunk of
+        """Rebuild without the tombstones, in this thread (hold the write lock), a chunk of
         decoded vectors at a time."""
         single_thread()
         old = self._index
@@ -592,20 +554,15 @@ class VectorIndex:
 
     def _pending_approx(self, q: np.ndarray,
                         allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        """Exact scores of the pending vectors (hold ``lock`` for reading). Views of rows
-        [head, tail) taken under ``_state`` stay valid after it: appends write past ``tail`` or
-        into new arrays, and only holders of ``lock`` for writing drop rows."""
-        with self._state:
-            if not self._p_rows:
-                return np.zeros(0, np.int64), np.zeros(0, np.float32)
-            live = slice(self._p_head, self._p_tail)
-            ids_all, alive, vecs = self._p_ids[live], self._p_alive[live], self._p_vecs[live]
-        rows = np.flatnonzero(alive)
-        ids = ids_all[rows]
+        if not self._p_rows:
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
+        live = slice(self._p_head, self._p_tail)
+        rows = np.flatnonzero(self._p_alive[live])
+        ids = self._p_ids[live][rows]
         if allowed is not None:
             keep = np.isin(ids, allowed)
-            return ids[keep], vecs[rows[keep]] @ q
-        return ids, (vecs @ q)[rows]  # a view: the small-index scan copies nothing
+            return ids[keep], self._p_vecs[live][rows[keep]] @ q
+        return ids, (self._p_vecs[live] @ q)[rows]  # a view: the small-index scan copies nothing
 
     def _rows_of(self, ids: np.ndarray) -> np.ndarray:
         """The live HNSW rows holding ``ids`` (hold a lock), found with numpy: binary search in
@@ -731,7 +688,7 @@ class VectorIndex:
     def own_vectors(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The vectors the index itself holds for the live ones of ``ids`` (float16 ones as
         float32, pending ones as given)."""
-        with self.lock.read(), self._state:
+        with self.lock.read():
             keys = np.asarray(ids, dtype=np.int64).tolist()
             rows = self._lookup(np.asarray(keys, dtype=np.int64)).tolist()
             main = [(i, r) for i, r in zip(keys, rows) if r >= 0 and not self._dead[r]]

@@ -6,7 +6,7 @@ fresh copy of each store and has ``--writers`` MCP clients over strict TLS remem
 new facts. Prints per size the rate of every round (acknowledged remembers/s), the median rate
 and daemon CPU per remember, and the median of the per-round ratios to the smallest size.
 
-Why alternate: this machine's speed drifts by ±15 % from one minute to the next, so a rate
+Why alternate: this machine's speed drifts by 15 % to 2× within minutes, so a rate
 measured at 1k in one minute and at 100k ten minutes later (``http_scale.py``, one growing store)
 carries that drift in its ratio; rounds that alternate the sizes cancel it. The default 3,000
 writes keep the 1k store below the size where new vectors go into the HNSW graph, as the first
@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from _common import machine, print_table, write_results
-from _daemon import Served, load_average, process_cpu_s, start_daemon
-from http_scale import SEED, _fact
+from _daemon import Served, load_average, start_daemon
+from http_scale import SEED, _fact, fill
 
 from velesmem.config import Settings
 from velesmem.memory.service import MemoryService
@@ -58,25 +58,13 @@ def prebuild(store: Path, size: int) -> None:
 
 
 async def burst(served: Served, start: int, writes: int, writers: int) -> tuple[float, float, int]:
-    """``writes`` new facts from ``writers`` warmed clients: (remembers/s, daemon CPU ms per
-    remember, errors)."""
-    counter = iter(range(start, start + writes))
-    errors = 0
-
-    async def writer() -> None:
-        nonlocal errors
-        async with served.client() as client:
-            for i in counter:
-                result = await client.call_tool("remember", {"fact": _fact(random.Random(SEED + i), i)})
-                errors += bool(result.is_error)
-
-    async with served.client() as client:  # the store is ready before the clock starts
+    """``writes`` new facts from ``writers`` clients (``http_scale.fill``) once the store is
+    ready: (remembers/s, daemon CPU ms per remember, errors)."""
+    async with served.client() as client:
         await client.call_tool("recall", {"query": "warm up", "k": 1})
-    cpu0 = process_cpu_s(served.pid)
-    t0 = time.perf_counter()
-    await asyncio.gather(*(writer() for _ in range(writers)))
-    wall = time.perf_counter() - t0
-    return writes / wall, (process_cpu_s(served.pid) - cpu0) * 1000 / writes, errors
+    errors: list[str] = []
+    wall, cpu = await fill(served, start, start + writes, writers, errors)
+    return writes / wall, cpu * 1000 / writes, len(errors)
 
 
 def measure(store: Path, work: Path, start: int, args: argparse.Namespace) -> tuple[float, float, int]:

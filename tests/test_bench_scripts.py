@@ -48,3 +48,10 @@ def test_script_imports(script: str, bench_on_path: None) -> None:
     module = load(script)
     if not script.startswith("_"):
         assert callable(getattr(module, "main", None)), f"bench/{script}.py has no main()"
+
+
+def test_every_target_is_read_from_a_benchmark_the_sweep_runs(bench_on_path: None) -> None:
+    targets = load("targets")
+    runs = {run.name for run in targets.RUNS}
+    assert {target.run for target in targets.TARGETS} <= runs
+    assert set(SCRIPTS) >= runs

@@ -88,13 +88,13 @@ def _eight_writers(load: dict[str, Any]) -> tuple[str, bool, str]:
             row["calls_per_s"] >= 250 and row["lost"] == 0 and row["errors"] == 0, _bare(load, 8))
 
 
-def _engine(field: str, limit: float, above: bool, unit: str = ""
+def _engine(field: str, limit: float, above: bool, digits: int, unit: str = ""
             ) -> Callable[[dict[str, Any]], tuple[str, bool, str]]:
     def read(engine: dict[str, Any]) -> tuple[str, bool, str]:
         row = _row(engine, facts=100_000)
         value = row[field]
         met = value >= limit if above else value <= limit
-        return (f"{value:.3g}{unit}", met, f"exact scan p50 {row['exact_p50_ms']:.2f} ms")
+        return (f"{value:,.{digits}f}{unit}", met, f"exact scan p50 {row['exact_p50_ms']:.2f} ms")
     return read
 
 
@@ -139,13 +139,13 @@ TARGETS = (
     Target("daemon CPU per remember <= 1.5x bare FastMCP, 8 clients", "http_load", _x_bare(8)),
     Target(">= 250 remembers/s from 8 HTTPS clients, 0 lost", "http_load", _eight_writers),
     Target("in-process remember >= 1,000/s (1 caller)", "engine",
-           _engine("remember_1_caller_per_s", 1000, above=True, unit="/s")),
+           _engine("remember_1_caller_per_s", 1000, above=True, digits=0, unit="/s")),
     Target("in-process remember >= 1,000/s (8 callers)", "engine",
-           _engine("remember_8_callers_per_s", 1000, above=True, unit="/s")),
+           _engine("remember_8_callers_per_s", 1000, above=True, digits=0, unit="/s")),
     Target("hybrid recall p50 <= 2 ms at 100k, in-process", "engine",
-           _engine("hybrid_p50_ms", 2.0, above=False, unit=" ms")),
+           _engine("hybrid_p50_ms", 2.0, above=False, digits=2, unit=" ms")),
     Target("recall@10 >= 0.95 vs exact at 100k", "engine",
-           _engine("recall_at_10", 0.95, above=True)),
+           _engine("recall_at_10", 0.95, above=True, digits=3)),
     Target("LoCoMo hit@1/5/10 unchanged (hash, hybrid)", "locomo", _locomo),
     Target("/health p99 <= 50 ms under 8 x k=1000 recall_fused", "http_health", _health),
     Target("recall p50 over HTTPS <= 5 ms at 10k", "http_scale",

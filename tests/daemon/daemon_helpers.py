@@ -5,6 +5,7 @@ conditions polled with deadlines (never fixed sleeps)."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import ssl
@@ -95,7 +96,7 @@ class Daemon:
     def ssl_context(self) -> ssl.SSLContext:
         return client_ssl_context(self.ca)
 
-    def start(self, wait: bool = True) -> Daemon:
+    def start(self, wait: bool = True, argv: tuple[str, ...] = ()) -> Daemon:
         nofile = self.nofile
 
         def limit_descriptors() -> None:
@@ -105,7 +106,7 @@ class Daemon:
 
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "velesmem", "--http"], env=self.env,
+                [sys.executable, "-m", "velesmem", "--http", *argv], env=self.env,
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 preexec_fn=None if nofile is None else limit_descriptors,
             )
@@ -151,6 +152,27 @@ class Daemon:
             self.proc.kill()
             self.proc.wait()
             raise AssertionError(f"daemon ignored signal {sig}:\n{self.output()}") from None
+
+
+LISTENING_LINE = re.compile(rb"listening on https://127\.0\.0\.1:(\d+)/mcp")
+
+
+def start_on_port_zero(daemon: Daemon) -> Daemon:
+    """Start ``daemon`` with ``--http-port 0`` (the system picks a free port, so no test races
+    another for one), read the port from its "listening on https://127.0.0.1:PORT/mcp" line, and
+    wait for /health on it."""
+    daemon.start(wait=False, argv=("--http-port", "0"))
+
+    def announced() -> int | None:
+        assert daemon.proc is not None
+        found = LISTENING_LINE.search(daemon.log.read_bytes()) if daemon.log.exists() else None
+        if found is None and daemon.proc.poll() is not None:
+            raise AssertionError(f"daemon exited with {daemon.proc.returncode}:\n{daemon.output()}")
+        return None if found is None else int(found.group(1))
+
+    daemon.port = wait_for(announced, START_DEADLINE_S, f"the daemon's listening line\n{daemon.output()}")
+    wait_for(daemon.healthy, START_DEADLINE_S, f"daemon /health on {daemon.base}\n{daemon.output()}")
+    return daemon
 
 
 LEGACY_INIT = {

@@ -51,6 +51,16 @@ def test_flags_override_the_environment() -> None:
 def test_http_port_out_of_range_is_a_usage_error() -> None:
     with pytest.raises(SystemExit):
         _parse(["--http-port", "70000"])
+    with pytest.raises(SystemExit):
+        _parse(["--http-port", "-1"])
+
+
+def test_http_port_zero_asks_for_a_free_port() -> None:
+    settings = settings_from_args(_parse(["--http", "--http-port", "0"]), Settings())
+    address = check_bind_allowed(settings)
+    assert address.port == 0
+    assert address.bound_to(43210).url() == "https://127.0.0.1:43210/mcp"
+    assert address.bound_to(0) is address
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.3.2.1", "::1", "[::1]", "localhost", "LOCALHOST"])

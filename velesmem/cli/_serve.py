@@ -20,7 +20,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--http-port", type=port_number, metavar="PORT", default=None,
-        help=f"override just the port of {ENV_PREFIX}HTTP_BIND (default 127.0.0.1:18090)",
+        help=f"override just the port of {ENV_PREFIX}HTTP_BIND (default 127.0.0.1:18090); 0 binds a "
+        "free port, printed as \"listening on https://127.0.0.1:PORT/mcp\" and reported by /health",
     )
     group.add_argument(
         "--http-insecure", action="store_true", default=None,
@@ -30,13 +31,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def port_number(raw: str) -> int:
-    """An argparse type: a TCP port 1-65535."""
+    """An argparse type: a TCP port 0-65535 (0: any free port, chosen when the daemon binds)."""
     try:
         value = int(raw)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{raw!r} is not a port number") from None
-    if not 0 < value < 65536:
-        raise argparse.ArgumentTypeError(f"{value} is out of range 1-65535")
+    if not 0 <= value < 65536:
+        raise argparse.ArgumentTypeError(f"{value} is out of range 0-65535")
     return value
 
 

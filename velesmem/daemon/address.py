@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from velesmem.config import ENV_PREFIX, Settings
 from velesmem.errors import Internal
@@ -48,6 +48,10 @@ class DaemonAddress:
             pass
         return list(dict.fromkeys(n.lower() for n in names if n and not is_loopback(n)))
 
+    def bound_to(self, port: int) -> DaemonAddress:
+        """This address with the port the socket actually got (differs only when 0 was asked)."""
+        return self if port == self.port else replace(self, port=port)
+
     def url(self, path: str = MCP_PATH) -> str:
         host = self.connect_host
         if ":" in host:
@@ -67,10 +71,11 @@ def is_loopback(host: str) -> bool:
 
 
 def daemon_address(settings: Settings) -> DaemonAddress:
-    """The configured address (parsing VELESDB_MEMORY_HTTP_BIND; bad values raise Internal)."""
+    """The configured address (parsing VELESDB_MEMORY_HTTP_BIND; bad values raise Internal). Port 0
+    stands for a free port the system picks when the daemon binds (``bound_to`` then names it)."""
     port = settings.http_port
-    if not 0 < port < 65536:
-        raise Internal(f"{ENV_PREFIX}HTTP_BIND / --http-port: port {port} is out of range 1-65535")
+    if not 0 <= port < 65536:
+        raise Internal(f"{ENV_PREFIX}HTTP_BIND / --http-port: port {port} is out of range 0-65535")
     return DaemonAddress(settings.http_host, port, "http" if settings.http_insecure else "https")
 
 

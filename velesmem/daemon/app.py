@@ -77,13 +77,14 @@ class McpHandle:
                 pass
 
 
-def _health_endpoint(runtime: Runtime) -> Callable[[Request], Awaitable[JSONResponse]]:
-    """``/health``: the Runtime's state as JSON; 200 while warming or ready, 503 while starting
-    or draining (probes that read only the status code keep working)."""
+def _health_endpoint(runtime: Runtime, port: int) -> Callable[[Request], Awaitable[JSONResponse]]:
+    """``/health``: the Runtime's state as JSON, with the port served (the one picked for
+    ``--http-port 0``); 200 while warming or ready, 503 while starting or draining (probes that
+    read only the status code keep working)."""
     headers = {STORE_HEADER: runtime.store.location}
 
     async def health(_request: Request) -> JSONResponse:
-        body = runtime.health()
+        body = runtime.health() | {"port": port}
         status = 200 if body["status"] == "ok" else 503
         return JSONResponse(body, status_code=status, headers=headers)
 
@@ -134,7 +135,7 @@ def build_app(
         Middleware(DuplicateIdGuard, streams=handle),
     ]
     routes = [
-        Route(HEALTH_PATH, _health_endpoint(runtime), methods=["GET", "HEAD"]),
+        Route(HEALTH_PATH, _health_endpoint(runtime, address.port), methods=["GET", "HEAD"]),
         Mount("/", app=mcp_app),
     ]
     return Starlette(routes=routes, middleware=middleware, lifespan=lifespan), handle

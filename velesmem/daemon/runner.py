@@ -99,6 +99,7 @@ def _serve_http(settings: Settings, address: DaemonAddress, tuning: Tuning) -> i
     runtime = Runtime.open(settings, start=False)  # StoreLocked → the caller prints it, exit 1
     try:
         sock = _bind_socket(address)  # before the slow imports: early clients wait, not retry
+        address = address.bound_to(sock.getsockname()[1])  # --http-port 0: the port we got
         try:
             from velesmem.daemon.auth import auth_policy
 

@@ -87,3 +87,19 @@ def test_a_new_store_gets_the_int8_graph(tmp_path: Path) -> None:
         rt.memory.remember("The deploy failed because the TLS certificate had expired.")
         assert rt.memory.embedder.model == LOCAL_MODEL
         assert rt.memory.memory_status().provenance["model"] == LOCAL_MODEL
+
+
+def test_deriving_the_int8_graph_logs_no_preprocessing_advice(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    handlers = list(logging.getLogger().handlers)
+    with caplog.at_level(logging.DEBUG):
+        assert quantized_model(model_file(), MODEL_SHA256).is_file()
+        logging.getLogger().warning("another warning still reaches the root logger")
+    messages = [r.getMessage() for r in caplog.records]
+    assert not [m for m in messages if "pre-processing" in m], messages
+    assert "another warning still reaches the root logger" in messages
+    assert logging.getLogger().handlers == handlers  # no handler left behind
+    assert not logging.getLogger().filters

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from velesmem.memory import MemoryService
 from velesmem.config import Settings
@@ -96,11 +97,27 @@ def test_export_works_while_a_daemon_holds_the_store(tmp_path: Path) -> None:
     assert oct(out.stat().st_mode & 0o777) == oct(0o600)
 
 
+@pytest.mark.integration
 def test_status_command_prints_memory_status(tmp_path: Path) -> None:
+    with MemoryService.open(tmp_path / "s") as mem:
+        mem.remember("one fact to count")
     env = {**os.environ, "VELESDB_MEMORY_PATH": str(tmp_path / "s"), "PYTHONPATH": str(REPO)}
     done = subprocess.run([sys.executable, "-m", "velesmem", "status"], env=env,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["path"] == str(tmp_path / "s")
-    assert out["memory"] == {"facts": 0, "edges": 0} and out["embedder"]["dimension"] == 384
+    assert out["memory"] == {"facts": 1, "edges": 0} and out["embedder"]["dimension"] == 384
+
+
+@pytest.mark.integration
+@pytest.mark.sqlite_only  # a database cloned with the schema already holds an (empty) store
+def test_status_without_a_store_says_so_and_creates_nothing(tmp_path: Path) -> None:
+    env = {**os.environ, "VELESDB_MEMORY_PATH": str(tmp_path / "s"), "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-m", "velesmem", "status"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["path"] == str(tmp_path / "s") and out["exists"] is False
+    assert "no store at" in out["message"]
+    assert not (tmp_path / "s").exists()

@@ -2,6 +2,7 @@
 
 The store is the one the settings name (environment, else the installer record, else the default).
 When a running daemon holds it, the daemon is asked over MCP instead of failing on the lock.
+A store that does not exist yet is reported as such (``"exists": false``), never created.
 """
 
 from __future__ import annotations
@@ -27,6 +28,11 @@ def run(args: argparse.Namespace) -> int:
     from velesmem.memory import MemoryService
 
     settings = Settings.from_env()
+    if not store_exists(settings):
+        print(json.dumps({"path": str(settings.path), "exists": False,
+                          "message": f"no store at {settings.path} yet (nothing was created): "
+                                     "the daemon or the first remember creates it"}, indent=2))
+        return 0
     try:
         with MemoryService.open(settings=settings) as mem:
             out = {"path": str(settings.path), **mem.memory_status().to_dict()}
@@ -36,6 +42,20 @@ def run(args: argparse.Namespace) -> int:
             raise
     print(json.dumps(out, indent=2))
     return 0
+
+
+def store_exists(settings: Settings) -> bool:
+    """Whether the store the settings name exists, looked at without creating anything: the
+    SQLite database file, or the store's tables in the PostgreSQL database."""
+    if settings.backend == "postgres":
+        from velesmem.store.postgres.connection import connect
+
+        with connect(settings.database_url) as conn:
+            row = conn.execute("SELECT to_regclass('facts') IS NOT NULL").fetchone()
+        return bool(row and row[0])
+    from velesmem.store.sqlite.backend import DB_FILE
+
+    return (settings.path / DB_FILE).is_file()
 
 
 def _from_daemon(settings: Settings) -> dict[str, Any] | None:

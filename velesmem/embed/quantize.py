@@ -12,14 +12,46 @@ place (two daemons deriving at once both end with a whole file).
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from velesmem.errors import Internal
 
 QUANTIZED_STEM = "all-MiniLM-L6-v2-qint8"
+# onnxruntime's advice to pre-process a graph first (shape inference for convolution models):
+# it does not apply to this transformer graph, and it would print on every first start.
+PREPROCESS_HINT = "pre-processing before quantization"
+
+
+class _DropPreprocessHint(logging.Filter):
+    """Drops onnxruntime's pre-processing advice, lets every other record through."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return PREPROCESS_HINT not in record.getMessage()
+
+
+@contextmanager
+def quiet_preprocess_hint() -> Iterator[None]:
+    """Silence onnxruntime's pre-processing advice while quantising. It is logged on the root
+    logger (``logging.warning``), which would also install a stderr handler on a root logger that
+    has none: a NullHandler stands in meanwhile, and both are removed afterwards."""
+    root = logging.getLogger()
+    hint = _DropPreprocessHint()
+    stand_in = logging.NullHandler() if not root.handlers else None
+    root.addFilter(hint)
+    if stand_in is not None:
+        root.addHandler(stand_in)
+    try:
+        yield
+    finally:
+        root.removeFilter(hint)
+        if stand_in is not None:
+            root.removeHandler(stand_in)
 
 
 def cache_dir() -> Path:
@@ -73,7 +105,8 @@ def _derive(source: Path, directory: Path, target: Path) -> None:
         options.optimized_model_filepath = folded
         options.log_severity_level = 3
         ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
-        quantize_dynamic(folded, quantized, weight_type=QuantType.QInt8, per_channel=True)
+        with quiet_preprocess_hint():
+            quantize_dynamic(folded, quantized, weight_type=QuantType.QInt8, per_channel=True)
         os.replace(quantized, target)
     except Exception as exc:  # onnx and onnxruntime raise their own untyped errors
         raise Internal(f"the local embedder could not prepare its int8 model in {directory}: "

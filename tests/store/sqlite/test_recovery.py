@@ -217,3 +217,20 @@ def test_migration_2_moves_vectors_out_of_facts(tmp_path: Path) -> None:
 def fact_id_of(text: str) -> int:
     from velesmem.ids import fact_id
     return fact_id(text)
+
+
+def test_an_empty_store_logs_no_index_rebuild(tmp_path: Path,
+                                              caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    with caplog.at_level(logging.INFO, logger="velesmem"):
+        with MemoryService.open(tmp_path / "empty"):
+            pass
+        with MemoryService.open(tmp_path / "one") as mem:
+            mem.remember("one fact")
+        for path in (tmp_path / "one").glob("vectors*"):
+            path.unlink()
+        with MemoryService.open(tmp_path / "one"):
+            pass
+    rebuilt = [r.getMessage() for r in caplog.records if "rebuilt from" in r.getMessage()]
+    assert rebuilt == ["FAISS index of space 1 rebuilt from 1 vectors"], rebuilt

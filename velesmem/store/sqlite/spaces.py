@@ -165,7 +165,8 @@ def rebuild(conn: sqlite3.Connection, space: Space, progress: WarmProgress,
             len(rows), dim)
         index.bulk_add(ids, matrix)
         progress.done += len(rows)
-    log.info("FAISS index of space %d rebuilt from %d vectors", space.id, progress.done)
+    if progress.done:  # an empty store has nothing to tell
+        log.info("FAISS index of space %d rebuilt from %d vectors", space.id, progress.done)
     return index
 
 

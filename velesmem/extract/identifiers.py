@@ -8,7 +8,8 @@ of what is and is not taken.
 
 Matching is deliberately conservative: a wrong hub connects unrelated facts, a missing one only
 loses a shortcut. Plain numbers, dates, decimals, prices, ``e.g.``/``i.e.``, ``v2`` alone,
-``and/or`` and standard names such as ``UTF-8`` or ``SHA-256`` are never identifiers. Kinds are
+``and/or`` and standard names such as ``UTF-8`` or ``SHA-256`` are never identifiers. Numbers
+are compared without their padding: ``ADR-014``, ``ADR 14`` and ``ADR-14`` name one hub. Kinds are
 tried in priority order and a claimed stretch of text is not matched again, so the path
 ``docs/EPIC-317.md`` is one path, not also a ticket. Canonical names are lowercase, like every
 entity name. Quantifiers are possessive, so no input makes the scan backtrack.
@@ -63,6 +64,8 @@ NOT_TICKET_KEYS = frozenset("""
 UTF UCS SHA MD ISO IEC IEEE CRC AES RSA DES HMAC GPT COVID SARS TLS SSL HTTP IPV ES ECMA ANSI RS
 MPEG DDR USB PCIE LTE HDMI PEP ARM AMD RTX GTX CP KB MB GB TB
 """.split())
+# Document series cited as "KEY-N", "KEY N" or "KEYN" (RFC 9110, ADR 014): one hub per document.
+DOC_KEYS = ("ADR", "RFC", "RFD", "KEP", "BIP", "EIP")
 TLDS = frozenset("com org net io dev ai edu gov co uk de fr eu info".split())
 # Words that precede a decimal without naming software ("section 4.1", "scored 0.95").
 NOT_VERSION_NAMES = STOPWORDS | frozenset("""
@@ -74,7 +77,9 @@ approximately approx roughly around about ca circa than took takes take averaged
 median min max sum is was equals equal got reached hit hits bumped upgraded downgraded moved
 dropped rose fell grew line lines row rows col column columns room size sizes p50 p90 p95 p99
 latency took recall precision accuracy f1 loss lr epoch epochs temperature top alpha beta gamma
-delta sigma lambda mu pi tau eps epsilon
+delta sigma lambda mu pi tau eps epsilon tag tags tagged tagging ship ships shipped shipping cut
+cuts deploy deploys deployed deploying publish publishes published pin pins pinned rollback
+rolled
 """.split())
 UNITS = (r"%|‰|x|×|times|percent|pct|pts?|points?|s|ms|us|µs|ns|secs?|seconds?|mins?|minutes?"
          r"|h|hrs?|hours?|days?|weeks?|months?|years?|yrs?|b|bytes?|kb|mb|gb|tb|kib|mib|gib|tib"
@@ -98,11 +103,12 @@ _BARE_FILE_RE = re.compile(
     rf"(?<![\w/.@-])(?:[\w@+-][\w@+.-]*?\.(?:{_EXT})|\.(?:{'|'.join(sorted(DOTFILES))})"
     rf"|{'|'.join(sorted(FILE_NAMES))})(?![\w-]|\.\w|/)(?::[0-9]++){{0,2}}+", re.IGNORECASE)
 _PREFIXED_ISSUE_RE = re.compile(
-    r"(?<![\w-])(?:(PR|Pr|pr|[Pp]ull [Rr]equest|[Ii]ssue)|(MR|mr|[Mm]erge [Rr]equest))"
+    r"(?<![\w-])(?:(PR|Pr|pr|GH|gh|[Pp]ull [Rr]equest|[Ii]ssue)|(MR|mr|[Mm]erge [Rr]equest))"
     r"(?:\s?[#!]|-|\s)\s?+([0-9]{1,9}+)(?![\w-]|\.[0-9])")
 _CVE_RE = re.compile(r"(?<![\w-])(CVE|GHSA)-([0-9]{4}-[0-9]{4,7}|[\w]{4}-[\w]{4}-[\w]{4})(?![\w-])",
                      re.IGNORECASE)
-_TICKET_RE = re.compile(r"(?<![\w-])([A-Z][A-Z0-9_]{1,9}+)-([1-9][0-9]{0,6}+)(?![\w]|[-.][0-9])")
+_DOC_KEY_RE = re.compile(rf"(?<![\w-])({'|'.join(DOC_KEYS)})[ -]?+([0-9]{{1,5}}+)(?![\w]|[-.][0-9])")
+_TICKET_RE = re.compile(r"(?<![\w-])([A-Z][A-Z0-9_]{1,9}+)-([0-9]{1,7}+)(?![\w]|[-.][0-9])")
 _HASH_ISSUE_RE = re.compile(r"(?<![\w&#/@-])#([0-9]{1,9}+)(?![\w-]|\.[0-9])")
 _BANG_MR_RE = re.compile(r"(?<![^\s(\[,;:])!([0-9]{1,9}+)(?![\w-]|\.[0-9])")
 _NAME = r"(?:@[\w.-]++/)?[A-Za-z_][\w.+-]*+(?<=[\w])"
@@ -114,6 +120,13 @@ _ASSIGNED_RE = re.compile(rf"(?<![\w@/.-])({_NAME})\s*+=\s*+\"({_VERSION_ANY})\"
 _SPACED_RE = re.compile(
     rf"(?<![\w@/.$€£-])({_NAME})\s(?:[Vv]ersion\s)?+({_VERSION_DOTTED})(?![\w%‰]|\.[0-9]|-[0-9])"
     rf"(?!\s?(?:{UNITS})(?![\w]))", re.IGNORECASE)
+# A release tag: "v" and 2-4 dotted numbers (v1.4, v1.4.0), or a bare semver with a pre-release or
+# build suffix (1.4.0-rc.1, 2.0.0+build.7). A bare "1.4.0" stays a number (a section, a date).
+_SEMVER_SUFFIX = r"(?:-[0-9A-Za-z][0-9A-Za-z.-]*+)?+(?:\+[0-9A-Za-z][0-9A-Za-z.-]*+)?+"
+_TAG_RE = re.compile(
+    rf"(?<![\w@/.$€£:+-])(?:[vV][0-9]++(?:\.[0-9]++){{1,3}}+{_SEMVER_SUFFIX}"
+    r"|[0-9]++\.[0-9]++\.[0-9]++(?:-[0-9A-Za-z][0-9A-Za-z.-]*+|\+[0-9A-Za-z][0-9A-Za-z.-]*+)"
+    rf"{_SEMVER_SUFFIX})(?![\w]|\.[0-9])")
 _COMMIT_RE = re.compile(r"(?<![\w#/.:@$-])([0-9a-fA-F]{7,64}+)(?![\w-]|\.\w)")
 _HANDLE_RE = re.compile(r"(?<![\w@./+:-])@([A-Za-z0-9][\w-]{0,38}+)(?<=\w)(?![\w@/-]|\.\w)")
 _RUST_PATH_RE = re.compile(r"(?<![\w:])[A-Za-z_]\w*+(?:::[A-Za-z_]\w*+)++(?:\(\))?+")
@@ -253,13 +266,21 @@ def _cve(match: re.Match[str]) -> tuple[int, Found]:
     return len(match.group(0)), [(TICKET, _canon(match.group(0)))]
 
 
+def _doc_key(match: re.Match[str]) -> tuple[int, Found]:
+    key, number = match.groups()
+    return len(match.group(0)), [(TICKET, f"{key.lower()}-{int(number)}")]
+
+
 def _ticket(match: re.Match[str]) -> tuple[int, Found]:
+    """KEY-123; leading zeros are padding (JIRA-0042 is JIRA-42), an all-zero number is none."""
     key, number = match.groups()
     if key in NOT_TICKET_KEYS or sum(c.isalpha() for c in key) < 2:  # Q3-2024 is a quarter
         return len(match.group(0)), []
-    if key in ("PR", "MR"):  # PR-42 is pull request 42, MR-17 merge request 17
-        return len(match.group(0)), [(ISSUE, f"{'#' if key == 'PR' else '!'}{int(number)}")]
-    return len(match.group(0)), [(TICKET, f"{key.lower()}-{number}")]
+    if int(number) == 0:
+        return len(match.group(0)), []
+    if key in ("PR", "MR", "GH"):  # PR-42 / GH-42: pull request or issue 42, MR-17 merge request
+        return len(match.group(0)), [(ISSUE, f"{'!' if key == 'MR' else '#'}{int(number)}")]
+    return len(match.group(0)), [(TICKET, f"{key.lower()}-{int(number)}")]
 
 
 def _hash_issue(match: re.Match[str]) -> tuple[int, Found]:
@@ -292,6 +313,11 @@ def _spaced(match: re.Match[str]) -> tuple[int, Found]:
     if name.lower() in NOT_VERSION_NAMES or len(name) < 2 or name.isdigit():
         return len(match.group(0)), []
     return len(match.group(0)), _version_pair(name, version)
+
+
+def _tag(match: re.Match[str]) -> tuple[int, Found]:
+    surface = match.group(0).rstrip(".-+")
+    return len(surface), [(VERSION, "v" + surface.lower().removeprefix("v"))]
 
 
 def _commit(match: re.Match[str]) -> tuple[int, Found]:
@@ -369,12 +395,14 @@ _RULES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], tuple[int, Found]
     (_BARE_FILE_RE, _bare_file),
     (_PREFIXED_ISSUE_RE, _prefixed_issue),
     (_CVE_RE, _cve),
+    (_DOC_KEY_RE, _doc_key),
     (_TICKET_RE, _ticket),
     (_HASH_ISSUE_RE, _hash_issue),
     (_BANG_MR_RE, _bang_mr),
     (_PINNED_RE, _pinned),
     (_ASSIGNED_RE, _pinned),
     (_SPACED_RE, _spaced),
+    (_TAG_RE, _tag),
     (_COMMIT_RE, _commit),
     (_HANDLE_RE, _handle),
     (_RUST_PATH_RE, _rust_path),

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from velesmem.context.service import ContextService
     from velesmem.embed import Embedder
     from velesmem.memory.service import MemoryService
-    from velesmem.store import Store, WarmProgress
+    from velesmem.store import Identity, Store, WarmProgress
 
 T = TypeVar("T")
 log = logging.getLogger("velesmem")
@@ -519,6 +519,19 @@ def choose_embedder(settings: Settings, store: Store) -> Embedder:
         f"store's own embedder then serves it), or move the store to {chosen} with "
         f"`velesdb-memory migrate --to {chosen}` (export it first with `velesdb-memory export "
         f"--output memories.jsonl`)")
+
+
+def embedder_of(settings: Settings, identity: Identity) -> Embedder | None:
+    """The embedder that produced the vectors of a space with ``identity`` (its recorded model),
+    whatever VELESDB_MEMORY_EMBEDDER says; the settings give the rest (server URLs, keys). None
+    when this velesmem does not know that model. Constructed, not warmed."""
+    from velesmem.embed import load_embedder
+
+    backend = backend_of(identity.model)
+    if backend is None:
+        return None
+    return load_embedder(_recorded_model(settings, backend, identity.model)
+                         .with_overrides(embedder=backend))
 
 
 def _recorded_model(settings: Settings, backend: str, model: str) -> Settings:

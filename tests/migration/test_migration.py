@@ -160,3 +160,44 @@ def test_refusals(tmp_path: Path) -> None:
         with pytest.raises(InvalidInput, match="already"):
             rt.migration.start("local", 1000)
         wait_phase(rt, "committed")
+
+
+def test_verify_repair_reembeds_with_the_migrated_spaces_own_embedder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """After hash → local, ``verify --repair`` re-embeds missing vectors with local (the serving
+    space's recorded model) although VELESDB_MEMORY_EMBEDDER still names hash."""
+    import argparse
+    import sqlite3
+
+    import numpy as np
+
+    from velesmem.cli import verify as verify_cli
+    from velesmem.embed.local import LocalEmbedder
+
+    with open_hash(tmp_path, facts=12) as rt:
+        rt.migration.start("local", 2000, fact_batch=16)
+        wait_phase(rt, "committed")
+        serving = rt.store.serving_space()
+        assert serving is not None and serving.identity.model == LOCAL_MODEL
+    conn = sqlite3.connect(tmp_path / "memory.sqlite3")
+    with conn:
+        lost = conn.execute("DELETE FROM space_vectors WHERE space = ? AND id IN (SELECT id "
+                            "FROM facts WHERE kind IS NULL LIMIT 5)", (serving.id,)).rowcount
+    conn.close()
+    assert lost == 5
+    monkeypatch.setenv("VELESDB_MEMORY_EMBEDDER", "hash")
+    monkeypatch.setenv("VELESDB_MEMORY_PATH", str(tmp_path))
+    assert verify_cli.run(argparse.Namespace(path=None, repair=True)) == 0
+    assert "every check passed" in capsys.readouterr().out
+    conn = sqlite3.connect(tmp_path / "memory.sqlite3")
+    try:
+        rows = conn.execute("SELECT f.content, v.vector FROM facts f JOIN space_vectors v ON "
+                            "v.id = f.id AND v.space = ? WHERE f.kind IS NULL",
+                            (serving.id,)).fetchall()
+    finally:
+        conn.close()
+    assert len(rows) == 12
+    local = LocalEmbedder()
+    expected = local.embed([content for content, _ in rows])
+    stored = np.stack([np.frombuffer(blob, dtype=np.float32) for _, blob in rows])
+    assert (stored * expected).sum(axis=1).min() > 0.999

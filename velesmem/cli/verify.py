@@ -56,20 +56,31 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _embedder_for(store, settings):  # type: ignore[no-untyped-def]
-    """The embedder that filled the store, to re-embed missing vectors (None if unavailable)."""
-    from velesmem.embed import load_embedder
+    """The serving space's own embedder (from its recorded identity, whatever
+    VELESDB_MEMORY_EMBEDDER says: after a migration they differ), to re-embed missing vectors;
+    None when it cannot run here."""
     from velesmem.errors import VelesmemError
+    from velesmem.runtime import embedder_of
 
     space = store.serving_space()
     if space is None:
         return None
     try:
-        embedder = load_embedder(settings)
-    except VelesmemError:
+        embedder = embedder_of(settings, space.identity)
+        if embedder is None:
+            print(f"velesdb-memory: the serving space was filled by {space.identity.model!r}, "
+                  "which this velesmem cannot run: missing vectors are left as they are",
+                  file=sys.stderr)
+            return None
+        warm = getattr(embedder, "warm", None)
+        if callable(warm):
+            warm()
+        if (embedder.model, embedder.dimension) != (space.identity.model,
+                                                    space.identity.dimension):
+            return None
+    except VelesmemError as exc:
+        print(f"velesdb-memory: cannot load the serving space's embedder "
+              f"{space.identity.model!r} ({exc.message}): missing vectors are left as they are",
+              file=sys.stderr)
         return None
-    if (embedder.model, embedder.dimension) != (space.identity.model, space.identity.dimension):
-        return None
-    warm = getattr(embedder, "warm", None)
-    if callable(warm):
-        warm()
     return lambda texts: embedder.embed(texts)

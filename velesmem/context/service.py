@@ -12,7 +12,8 @@ from velesmem.context.compiler import Compilation, FusedRecaller, compile_reques
 from velesmem.context.ingest import IngestBudget, IngestRoots, read_path
 from velesmem.context.model import echo, parse_bool, parse_compile_request, parse_int, parse_str, parse_u64
 from velesmem.context.store import ContextStore, StoredSource
-from velesmem.context.transcript import FORMATS, segment_transcript, segments_to_fragments
+from velesmem.context.transcript import (FORMATS, segment_transcript, segments_to_fragments,
+                                         transcript_warnings)
 from velesmem.context.working import check_name, normalize_working
 from velesmem.errors import InvalidInput, NotFound
 from velesmem.ids import SOURCE_HANDLE_PREFIX
@@ -129,7 +130,9 @@ class ContextService:
                         "merged_segments": seg.merged_segments}
         if compilation.request.policy.ids_as_strings:
             segmentation = stringify_ids(segmentation)
-        return {"context": compilation.to_dict(), "segmentation": segmentation}
+        context = compilation.to_dict()
+        context["warnings"] = [*context["warnings"], *transcript_warnings(seg, context)]
+        return {"context": context, "segmentation": segmentation}
 
     # --- explain / retrieve / savings / budgets ---------------------------------------------
     def explain(self, request: dict[str, Any], fragment_id: Any, fragment_index: Any = None) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """Segment a raw agent-session transcript into compile fragments, with a byte-exact audit trail.
 
-Formats: ``jsonl`` (one ``{"role", "content"}`` object per line; blank lines fold into the turn
-before them), ``plain`` (turns opened by a closed table of line-start markers; a marker inside an
-open code fence does not open a turn), ``auto`` (jsonl when every non-blank line parses, else
+Formats: ``jsonl`` (one ``{"role", "content"}`` object per line; blank lines, and turns whose
+content is empty, fold into the turn before them), ``plain`` (turns opened by a closed table of
+line-start markers, in any case — ``user:`` is ``User:``; a marker inside an open code fence does
+not open a turn), ``auto`` (jsonl when every non-blank line parses, else
 plain; a forced format that fails is an error). Plain turns are cut into ``code`` (a fenced
 block, atomic), ``log`` (≥ 8 consecutive log-like lines) and ``body`` segments; segments under
 ``min_segment_bytes`` merge into an adjacent segment of the same turn and kind.
@@ -58,6 +59,7 @@ class Segmentation:
     format_detected: str
     segments: list[Segment] = field(default_factory=list)
     merged_segments: int = 0
+    empty_turns: int = 0  # JSONL turns with no content: no fragment, their bytes fold in
 
 
 @dataclass
@@ -85,10 +87,16 @@ def _is_fence(line: str) -> bool:
 
 
 def _marker(line: str) -> str | None:
-    for prefix, role in MARKERS:
-        if line.startswith(prefix):
+    """The role a line opens, matched in any case (``user:``, ``USER:``, ``User:``)."""
+    head = line[:_LONGEST_MARKER].casefold()
+    for prefix, role in _FOLDED_MARKERS:
+        if head.startswith(prefix):
             return role
     return None
+
+
+_FOLDED_MARKERS = tuple((prefix.casefold(), role) for prefix, role in MARKERS)
+_LONGEST_MARKER = max(len(prefix) for prefix, _ in MARKERS)
 
 
 # --- JSONL ----------------------------------------------------------------------------------
@@ -103,14 +111,21 @@ def _content_text(value: Any) -> str | None:
     return None
 
 
-def _parse_jsonl(lines: list[_Line]) -> list[Segment] | None:
-    """One segment per turn line; None when any non-blank line is not a {role, content} object."""
+def _parse_jsonl(lines: list[_Line]) -> tuple[list[Segment], int] | None:
+    """One segment per turn line with content, and how many turns had none (their bytes fold
+    into the segment before, or the first one after); None when any non-blank line is not a
+    {role, content} object, or no line is one."""
     segments: list[Segment] = []
+    turns = 0
+    empty = 0
+    pending: int | None = None  # where bytes waiting for a first segment start
     for line in lines:
         stripped = line.text.strip()
         if not stripped:
             if segments:  # a blank line folds into the turn before it
                 segments[-1].byte_end = line.byte_end
+            elif pending is None:
+                pending = line.byte_start
             continue
         try:
             obj = json.loads(stripped)
@@ -121,8 +136,18 @@ def _parse_jsonl(lines: list[_Line]) -> list[Segment] | None:
         content = _content_text(obj.get("content"))
         if content is None:
             return None
-        segments.append(Segment(len(segments), obj["role"], "body", line.byte_start, line.byte_end, content))
-    return segments or None
+        turns += 1
+        if not content.strip():
+            empty += 1
+            if segments:
+                segments[-1].byte_end = line.byte_end
+            elif pending is None:
+                pending = line.byte_start
+            continue
+        start = line.byte_start if pending is None else pending
+        pending = None
+        segments.append(Segment(turns - 1, obj["role"], "body", start, line.byte_end, content))
+    return (segments, empty) if turns else None
 
 
 # --- plain ----------------------------------------------------------------------------------
@@ -264,9 +289,11 @@ def segment_transcript(
     lines = _lines(text)
     segments: list[Segment] | None = None
     detected = "plain"
+    empty_turns = 0
     if fmt in ("auto", "jsonl"):
-        segments = _parse_jsonl(lines)
-        if segments is not None:
+        parsed = _parse_jsonl(lines)
+        if parsed is not None:
+            segments, empty_turns = parsed
             detected = "jsonl"
             for s in segments:
                 s.split = len(s.text.encode("utf-8")) > MAX_FRAGMENT_BYTES
@@ -290,7 +317,7 @@ def segment_transcript(
             f"transcript segmentation produced {len(final)} segments; the cap is {MAX_FRAGMENTS} "
             "fragments (raise segmentation.min_segment_bytes to merge more)"
         )
-    return Segmentation(detected, final, merged)
+    return Segmentation(detected, final, merged, empty_turns)
 
 
 def segments_to_fragments(seg: Segmentation, cache_system_turn: bool) -> list[dict[str, Any]]:
@@ -306,3 +333,16 @@ def segments_to_fragments(seg: Segmentation, cache_system_turn: bool) -> list[di
             frag["metadata"] = {"cache": True}
         fragments.append(frag)
     return fragments
+
+
+def transcript_warnings(seg: Segmentation, context: dict[str, Any]) -> list[str]:
+    """What compile_transcript adds to the compiled context's warnings: turns skipped for having
+    no content, and an empty result that nothing else explained."""
+    out: list[str] = []
+    if seg.empty_turns:
+        out.append(f"{seg.empty_turns} transcript turn(s) had empty content and became no fragment")
+    if not context["content"] and not context["warnings"]:
+        why = ("no turn of the transcript has any content" if not seg.segments
+               else "every fragment was set aside (see decisions and retrieval_handles)")
+        out.append(f"the compiled content is empty: {why}")
+    return out

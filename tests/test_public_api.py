@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import velesmem
 
 
@@ -21,6 +23,7 @@ def test_memory_service_works_from_the_top_level_import(tmp_path) -> None:
         assert mem.recall("engine top level", k=1).memories[0].id == stored.id
 
 
+@pytest.mark.integration
 def test_importing_the_package_does_not_load_faiss() -> None:
     code = "import sys, velesmem; print('faiss' in sys.modules, 'numpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.support import wait_for
 from velesmem import runtime as runtime_module
 from velesmem.config import Settings
 from velesmem.embed import HashEmbedder
@@ -32,13 +33,6 @@ class SlowToWarm(HashEmbedder):
         self.release.wait(30)
 
 
-def _wait(condition, seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.01)
-
-
 def test_states_from_starting_to_closed(tmp_path: Path) -> None:
     embedder = SlowToWarm()
     rt = Runtime.open(Settings(path=tmp_path), embedder=embedder, start=False)
@@ -50,7 +44,7 @@ def test_states_from_starting_to_closed(tmp_path: Path) -> None:
         State.WARMING, "ok", "loading the embedding model")
     assert health["store"] == str(tmp_path.resolve())
     embedder.release.set()
-    _wait(lambda: rt.state is State.READY)
+    wait_for(lambda: rt.state is State.READY, what="the runtime to be ready")
     rt.drain()
     assert rt.health()["status"] == "draining"
     rt.close()
@@ -82,7 +76,7 @@ def test_the_sweeper_purges_expired_facts_in_the_background(tmp_path: Path) -> N
         conn = rt.store.reader()
         count = lambda: conn.execute("SELECT count(*) FROM facts").fetchone()[0]  # noqa: E731
         assert count() == 2
-        _wait(lambda: count() == 1, 15)
+        wait_for(lambda: count() == 1, what="one sweep")
         assert [m.content for m in rt.memory.list_memories().memories] == ["permanent"]
 
 

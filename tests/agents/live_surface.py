@@ -5,13 +5,12 @@ an externalized fragment, a committed extraction, a saved working context)."""
 
 from __future__ import annotations
 
-import asyncio
-import time
 from typing import Any
 
 from fastmcp import Client
 from skill_refs import Surface, param_paths, result_paths
 
+from tests.support import wait_for_async
 from velesmem.mcp.app import AppContext
 from velesmem.mcp.server import build_server
 from velesmem.runtime import Runtime
@@ -61,11 +60,12 @@ async def collect(runtime: Runtime) -> Surface:
         job = await call("remember_extracted", extractor="outline",
                          text="fact: the soak test runs nightly | soak test\n"
                               "edge: soak test | covers | retries")
-        deadline = time.monotonic() + EXTRACTION_DEADLINE_S
-        while (await call("extraction_status", request_id=job["request_id"]))["state"] not in (
-                "committed", "failed"):
-            assert time.monotonic() < deadline, "the extraction did not finish"
-            await asyncio.sleep(0.05)
+        async def finished() -> bool:
+            status = await call("extraction_status", request_id=job["request_id"])
+            return status["state"] in ("committed", "failed")
+
+        await wait_for_async(finished, EXTRACTION_DEADLINE_S, "the extraction to finish",
+                             poll_s=0.05)
         extra = (await call("remember", fact="a fact to forget"))["id_str"]
         await call("forget", id=extra)
 

@@ -49,6 +49,7 @@ def printed(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, float, Path]
     return done.stdout, time.monotonic() - start, tmp
 
 
+@pytest.mark.integration
 def test_recall_lacks_the_ticket_and_why_has_it_at_hop_2(printed: tuple[str, float, Path]) -> None:
     text = printed[0]
     found = blocks(text)
@@ -66,6 +67,7 @@ def test_recall_lacks_the_ticket_and_why_has_it_at_hop_2(printed: tuple[str, flo
     assert any("← via ops-88" in line for line in via_identifiers)
 
 
+@pytest.mark.integration
 def test_it_is_quick_plain_when_piped_and_leaves_nothing_behind(printed: tuple[str, float, Path]) -> None:
     text, elapsed, tmp = printed
     assert elapsed < DEMO_BOUND_S, elapsed
@@ -100,6 +102,7 @@ def _in_a_terminal(tmp: Path, **extra: str) -> str:
     return b"".join(chunks).decode("utf-8", "replace")
 
 
+@pytest.mark.integration
 def test_colour_on_a_terminal_unless_no_color(tmp_path: Path) -> None:
     coloured = _in_a_terminal(tmp_path)
     assert ANSI.search(coloured)
@@ -108,6 +111,7 @@ def test_colour_on_a_terminal_unless_no_color(tmp_path: Path) -> None:
     assert not ANSI.search(_in_a_terminal(tmp_path, NO_COLOR="1"))
 
 
+@pytest.mark.integration
 def test_the_readme_opens_with_the_demo_output(printed: tuple[str, float, Path]) -> None:
     readme = README.read_text(encoding="utf-8")
     first_block = re.search(r"```text\n(.*?)```", readme, re.S)

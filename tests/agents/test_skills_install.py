@@ -29,6 +29,7 @@ def cli(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=60, check=False)
 
 
+@pytest.mark.integration
 def test_claude_gets_both_skills_byte_for_byte_and_a_rerun_changes_nothing(tmp_path: Path) -> None:
     first = cli(tmp_path)
     assert first.returncode == 0, first.stderr
@@ -79,6 +80,7 @@ def test_each_target_uses_its_documented_user_directory(tmp_path: Path, target: 
         assert (tmp_path / expected / name / "SKILL.md").is_file()
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(("target", "sub"), [("claude", ".claude"), ("opencode", ".opencode"),
                                              ("codex", ".agents")])
 def test_project_installs_go_into_the_project(tmp_path: Path, target: str, sub: str) -> None:
@@ -126,6 +128,7 @@ def test_codex_block_in_a_new_file_goes_with_the_file(tmp_path: Path) -> None:
     assert not (project / "AGENTS.md").exists()
 
 
+@pytest.mark.integration
 def test_a_begin_marker_without_its_end_is_refused_and_left_untouched(tmp_path: Path) -> None:
     project = tmp_path / "p"
     project.mkdir()
@@ -137,6 +140,7 @@ def test_a_begin_marker_without_its_end_is_refused_and_left_untouched(tmp_path: 
     assert BLOCK_END not in broken.decode()
 
 
+@pytest.mark.integration
 def test_a_missing_project_directory_is_refused(tmp_path: Path) -> None:
     result = cli(tmp_path, "--project", str(tmp_path / "nope"))
     assert result.returncode == 2 and "is not a directory" in result.stdout

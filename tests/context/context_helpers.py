@@ -1,4 +1,5 @@
-"""Helpers for the compiler tests: request builders and a PNG/JPEG maker."""
+"""Helpers for the compiler tests: request builders and a PNG/JPEG maker (the clock the tests
+move by hand is tests.support's)."""
 
 from __future__ import annotations
 
@@ -6,18 +7,9 @@ import base64
 import struct
 from typing import Any
 
+from tests.support import Clock as Clock  # re-exported: the compiler tests import it from here
 from velesmem.context.media import png_bytes
 from velesmem.context.service import ContextService
-
-
-class Clock:
-    """A clock the test moves by hand (TTL expiry without sleeping)."""
-
-    def __init__(self, now: float = 1_800_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def request(fragments: list[Any], budget: int = 1000, query: str = "canary deploy", **extra: Any) -> dict[str, Any]:

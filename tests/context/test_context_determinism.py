@@ -62,6 +62,7 @@ sys.stdout.write(json.dumps(ContextService().compile_context(req), ensure_ascii=
 """
 
 
+@pytest.mark.integration
 def test_two_processes_compile_byte_identical_output() -> None:
     body = json.dumps(rich_request())
     outputs = []

@@ -6,10 +6,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ from fastmcp.client.transports import StreamableHttpTransport
 from mcp import MCPError
 
 from context_helpers import png_b64
+from tests.support import free_port, wait_for
 from velesmem.config import Settings
 from velesmem.mcp.app import AppContext
 from velesmem.mcp.server import build_server
@@ -151,24 +150,11 @@ async def test_huge_handle_is_invalid_input(server) -> None:
     assert "at most 20 digits" in info.value.error.message
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait(condition, deadline_s: float, what: str) -> None:
-    end = time.monotonic() + deadline_s
-    while not condition():
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
+@pytest.mark.integration
 async def test_one_https_round_trip_through_the_daemon(tmp_path: Path) -> None:
     from velesmem.daemon.tls import client_ssl_context
 
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("VELESDB_MEMORY_")}
     root = tmp_path / "ingest"
     root.mkdir()
@@ -194,7 +180,7 @@ async def test_one_https_round_trip_through_the_daemon(tmp_path: Path) -> None:
             return False
 
     try:
-        _wait(healthy, 30, "daemon /health")
+        wait_for(healthy, 30, "daemon /health")
         png = png_b64(50, 40)
         transport = StreamableHttpTransport(f"https://127.0.0.1:{port}/mcp", verify=client_ssl_context(ca))
         async with Client(transport) as client:

@@ -11,8 +11,6 @@ import socket
 import ssl
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,28 +19,12 @@ import httpx
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 
+from tests.support import free_port as free_port  # re-exported for the tests of this folder
+from tests.support import wait_for as wait_for
 from velesmem.daemon.tls import client_ssl_context
 
 START_DEADLINE_S = 30.0
 STOP_DEADLINE_S = 30.0
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for(condition: Callable[[], Any], deadline_s: float, what: str, poll_s: float = 0.02) -> Any:
-    """Poll ``condition`` until it is truthy or the deadline passes (then fail naming ``what``)."""
-    end = time.monotonic() + deadline_s
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out after {deadline_s}s waiting for {what}")
-        time.sleep(poll_s)
 
 
 def clean_env(home: Path, **extra: str) -> dict[str, str]:

@@ -24,6 +24,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+@pytest.mark.integration
 def test_help_lists_every_serve_flag_and_every_environment_setting() -> None:
     done = subprocess.run([sys.executable, "-m", "velesmem", "--help"], capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
@@ -33,6 +34,7 @@ def test_help_lists_every_serve_flag_and_every_environment_setting() -> None:
         assert setting.env_name in done.stdout, setting.env_name
 
 
+@pytest.mark.integration
 def test_version_flag_prints_the_version() -> None:
     from velesmem import __version__
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import signal
 import sqlite3
-import time
 
 import pytest
 from daemon_helpers import Daemon, structured
+from tests.support import wait_for, wait_for_async
 
 from velesmem.ids import fact_id
+
+pytestmark = pytest.mark.integration  # every test here starts a process
 
 PASSAGE = ("fact: the payments service retries three times | payments\n"
            "fact: a timeout of 8 s protects the checkout | payments, checkout\n"
@@ -17,15 +19,14 @@ PASSAGE = ("fact: the payments service retries three times | payments\n"
 TEXTS = ["the payments service retries three times", "a timeout of 8 s protects the checkout"]
 
 
-async def _wait_state(client, request_id: str, states: tuple[str, ...], seconds: float = 30):
-    deadline = time.monotonic() + seconds
-    while True:
+async def _wait_state(client, request_id: str, states: tuple[str, ...]) -> dict:
+    async def reached() -> dict | None:
         status = structured(await client.call_tool("extraction_status",
                                                    {"request_id": request_id}))
-        if status["state"] in states:
-            return status
-        assert time.monotonic() < deadline, status
-        time.sleep(0.05)
+        return status if status["state"] in states else None
+
+    return await wait_for_async(reached, what=f"extraction job {request_id} in {states}",
+                                poll_s=0.05)
 
 
 def _job_row(daemon: Daemon, request_id: str) -> tuple:
@@ -59,10 +60,8 @@ async def test_a_job_killed_mid_way_commits_once_after_restart(make_daemon, poin
         assert receipt["state"] == "accepted"
         await _wait_state(client, receipt["request_id"], ("running",))
     request_id = receipt["request_id"]
-    deadline = time.monotonic() + 20
-    while _job_row(daemon, request_id) != ("running", point == "after_output"):
-        assert time.monotonic() < deadline, _job_row(daemon, request_id)
-        time.sleep(0.05)
+    wait_for(lambda: _job_row(daemon, request_id) == ("running", point == "after_output"),
+             what=f"job {request_id} running (output stored: {point == 'after_output'})")
     assert daemon.proc is not None
     daemon.proc.send_signal(signal.SIGKILL)
     daemon.proc.wait(30)

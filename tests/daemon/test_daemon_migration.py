@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import signal
-import time
 
 import httpx
 import pytest
 from daemon_helpers import Daemon, structured, wait_for
+from tests.support import wait_for_async
 
 from velesmem.embed.local import LOCAL_MODEL
+
+pytestmark = pytest.mark.integration  # every test here starts a process
 
 PAUSE = "VELESMEM_INTERNAL_MIGRATION_PAUSE"
 TARGET = "we moved from RabbitMQ to NATS for the event bus"
@@ -28,13 +30,11 @@ async def _status(client) -> dict:
 
 
 async def _wait_job(client, predicate, seconds: float = 120.0) -> dict:
-    deadline = time.monotonic() + seconds
-    while True:
+    async def matched() -> dict | None:
         job = await _status(client)
-        if job is not None and predicate(job):
-            return job
-        assert time.monotonic() < deadline, job
-        time.sleep(0.05)
+        return job if job is not None and predicate(job) else None
+
+    return await wait_for_async(matched, seconds, "the migration job's phase", poll_s=0.05)
 
 
 @pytest.mark.anyio

@@ -18,6 +18,8 @@ from mcp import MCPError
 from velesmem.ids import fact_id, to_i64
 from velesmem.memory import MemoryService
 
+pytestmark = pytest.mark.integration  # every test here starts a process
+
 FACTS = 50_000
 DIM = 384
 

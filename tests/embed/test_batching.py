@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import numpy as np
 import pytest
 
+from tests.support import wait_for
 from velesmem.embed.batching import Coalescer
 
 
@@ -28,13 +28,6 @@ class Model:
         return np.array([[float(len(t))] for t in texts], dtype=np.float32)
 
 
-def wait_until(predicate, seconds: float = 10) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.002)
-
-
 def test_callers_that_queue_behind_a_running_call_share_one_batch() -> None:
     model = Model()
     coalescer = Coalescer(model, max_texts=64)
@@ -45,11 +38,11 @@ def test_callers_that_queue_behind_a_running_call_share_one_batch() -> None:
 
     first = threading.Thread(target=call, args=(1,))
     first.start()
-    wait_until(lambda: len(model.calls) == 1)
+    wait_for(lambda: len(model.calls) == 1, what="the first model call", poll_s=0.002)
     others = [threading.Thread(target=call, args=(i,)) for i in range(2, 9)]
     for thread in others:
         thread.start()
-    wait_until(lambda: len(coalescer._queue) == 7)
+    wait_for(lambda: len(coalescer._queue) == 7, what="seven queued callers", poll_s=0.002)
     model.hold.set()
     for thread in [first, *others]:
         thread.join(30)

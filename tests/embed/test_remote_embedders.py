@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from embedding_server import EmbeddingServer
 
+from tests.support import wait_for
 from velesmem.config import Settings, settings_help
 from velesmem.embed import Embedder, EmbedderWarming, HashEmbedder, load_embedder
 from velesmem.embed.remote import OllamaEmbedder, OpenAIEmbedder, openai_embeddings_url
@@ -177,9 +178,7 @@ def test_embed_waits_a_bound_for_a_probe_in_progress(server) -> None:
     embedder = ollama(server, warm_wait_seconds=0.05)
     warmer = threading.Thread(target=embedder.warm)
     warmer.start()
-    deadline = time.monotonic() + 10
-    while not server.behaviour.requests and time.monotonic() < deadline:
-        time.sleep(0.005)
+    wait_for(lambda: server.behaviour.requests, what="the probe to reach the server", poll_s=0.005)
     with pytest.raises(EmbedderWarming, match="still loading"):
         embedder.embed(TEXTS)
     server.behaviour.stall.set()

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from chat_server import ChatServer, ollama
 
+from tests.support import wait_for
 from velesmem.config import Settings
 from velesmem.errors import Internal, InvalidInput, NotFound
 from velesmem.ids import entity_hub_id, fact_id
@@ -24,14 +24,12 @@ The family moved to Lyon in 2019
 """
 
 
-def wait_state(rt: Runtime, request_id: str, deadline: float = 20.0) -> dict:
-    end = time.monotonic() + deadline
-    while True:
+def wait_state(rt: Runtime, request_id: str) -> dict:
+    def finished() -> dict | None:
         status = rt.extraction.extraction_status(request_id)
-        if status["state"] in ("committed", "failed"):
-            return status
-        assert time.monotonic() < end, f"job still {status['state']}"
-        time.sleep(0.02)
+        return status if status["state"] in ("committed", "failed") else None
+
+    return wait_for(finished, what=f"extraction job {request_id} to finish")
 
 
 @pytest.fixture

@@ -5,23 +5,19 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.support import free_port as free_port  # re-exported for the tests of this folder
+from tests.support import wait_for as wait_for
+from tests.support.modules import missing
 
 REPO = Path(__file__).resolve().parents[2]
 INSTALLER = REPO / "installers" / "install-memory-daemon.sh"
 NODE_DIR = REPO / "tests" / "node"
 DEADLINE_S = 60.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def clean_env(home: Path, **extra: str) -> dict[str, str]:
@@ -36,17 +32,6 @@ def clean_env(home: Path, **extra: str) -> dict[str, str]:
     }
     env.update(extra)
     return env
-
-
-def poll(condition, timeout: float = DEADLINE_S, what: str = "condition"):
-    """Return condition()'s first truthy value, or fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
 def health_ok(port: int, ca: Path) -> bool:
@@ -96,7 +81,7 @@ def start_daemon(root: Path) -> RunningDaemon:
     log.close()
     daemon = RunningDaemon(root, port, proc)
     try:
-        poll(lambda: proc.poll() is not None or health_ok(port, daemon.ca), what="the daemon's /health")
+        wait_for(lambda: proc.poll() is not None or health_ok(port, daemon.ca), DEADLINE_S, what="the daemon's /health")
     except AssertionError:
         daemon.stop()
         raise
@@ -132,12 +117,11 @@ CERTUTIL_MISSING = ("NSS certutil is not installed (Debian/Ubuntu: apt install l
 
 
 def require_os_tool(tool: str, reason: str) -> str:
-    """An OS tool no package index provides (NSS certutil): skip with ``reason`` when it is missing."""
-    import pytest
-
+    """An OS tool no package index provides (NSS certutil): skip with ``reason`` when it is
+    missing, fail under CI (.ci/run installs it)."""
     path = find_tool(tool)
     if path is None:
-        pytest.skip(reason)
+        missing(reason)
     return path
 
 

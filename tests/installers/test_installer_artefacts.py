@@ -117,6 +117,7 @@ def test_templates_live_in_the_design_layout_dirs() -> None:
     assert (REPO / "systemd" / "velesmem.service.tmpl").is_file()
 
 
+@pytest.mark.integration
 def test_service_render_cli_writes_the_windows_artefacts(tmp_path) -> None:
     done = subprocess.run([sys.executable, "-m", "velesmem", "service", "render", "--os", "windows",
                            "--home", "C:\\Users\\you", "--python", "C:\\py\\python.exe", "--port", "18124",
@@ -126,6 +127,7 @@ def test_service_render_cli_writes_the_windows_artefacts(tmp_path) -> None:
     assert b'set "VELESDB_MEMORY_HTTP_BIND=127.0.0.1:18124"\r\n' in (tmp_path / "run-daemon.cmd").read_bytes()
 
 
+@pytest.mark.integration
 def test_shellcheck_passes_on_the_installer() -> None:
     shellcheck = require("shellcheck")
     done = subprocess.run([shellcheck, "-x", str(INSTALLER)], capture_output=True, text=True, timeout=60,
@@ -133,6 +135,7 @@ def test_shellcheck_passes_on_the_installer() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.integration
 def test_installer_help_lists_every_reference_flag() -> None:
     done = subprocess.run(["bash", str(INSTALLER), "-h"], capture_output=True, text=True, timeout=30, check=False)
     assert done.returncode == 0
@@ -159,6 +162,7 @@ def test_powershell_installer_declares_the_same_flags() -> None:
         assert command in text
 
 
+@pytest.mark.integration
 def test_outside_a_checkout_the_installer_refuses_instead_of_guessing_a_package(tmp_path) -> None:
     from installer_helpers import clean_env
 

@@ -7,7 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from installer_helpers import RunningDaemon, clean_env, find_tool, free_port
+
+pytestmark = pytest.mark.integration  # every test here starts a process
 
 
 def velesmem(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

@@ -20,9 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from installer_helpers import (CERTUTIL_MISSING, NODE_DIR, clean_env, free_port, health_ok, poll, require,
+from installer_helpers import (CERTUTIL_MISSING, NODE_DIR, clean_env, free_port, health_ok, wait_for, require,
                                require_os_tool, run_installer)
 from velesmem.clients.jsonc import loads as jsonc_loads
+
+pytestmark = pytest.mark.integration  # every test here starts a process
 
 URL_T = "https://127.0.0.1:{port}/mcp"
 CODEX_ORIGINAL = 'model = "o3"  # mine\n\n[mcp_servers.other]\ncommand = "other"\n'
@@ -359,7 +361,7 @@ def test_uninstall_removes_exactly_our_entries_and_keeps_store_and_ca(install: I
     assert configs["codex"].read_text() == CODEX_ORIGINAL
     zed = jsonc_loads(configs["zed"].read_text())
     assert zed.get("context_servers", {}) == {} and zed["theme"] == "One Dark" and "// mine" in configs["zed"].read_text()
-    poll(lambda: not health_ok(install.port, install.ca), timeout=30, what="the daemon to stop")
+    wait_for(lambda: not health_ok(install.port, install.ca), 30, what="the daemon to stop")
     assert not (install.home / ".local/state/velesdb-memory/daemon.pid").exists()
     assert not install.record.exists()  # nothing is installed any more: the defaults apply again
     assert install.ca.exists() and (install.home / ".velesdb-memory").is_dir()

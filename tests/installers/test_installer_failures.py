@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from installer_helpers import INSTALLER, RunningDaemon, clean_env, free_port, run_installer
 
 from velesmem.config import EMBEDDERS
@@ -27,6 +28,7 @@ def last_error_line(log: Path) -> str:
     return lines[-1].strip()
 
 
+@pytest.mark.integration
 def test_service_install_shows_the_error_of_a_daemon_that_dies_at_start(daemon: RunningDaemon, tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
@@ -45,6 +47,7 @@ def test_service_install_shows_the_error_of_a_daemon_that_dies_at_start(daemon: 
         velesmem(home, "service", "uninstall")
 
 
+@pytest.mark.integration
 def test_the_installer_shows_why_the_daemon_died_and_wires_nothing(tmp_path: Path) -> None:
     """An embedder the daemon refuses to start with (``local`` asked for a store the hash
     embedder filled): the installer fails, quoting the daemon's own error, not a missing CA."""
@@ -68,6 +71,7 @@ def test_the_installer_shows_why_the_daemon_died_and_wires_nothing(tmp_path: Pat
         run_installer(tmp_path, "--uninstall", "--yes")
 
 
+@pytest.mark.integration
 def test_an_unknown_embedder_is_refused_with_the_valid_names_before_anything_is_done(tmp_path: Path) -> None:
     run = run_installer(tmp_path, "--embedder=nope", "--yes")
     assert run.returncode == 2
@@ -80,6 +84,7 @@ def test_an_unknown_embedder_is_refused_with_the_valid_names_before_anything_is_
     assert not (tmp_path / ".local").exists()
 
 
+@pytest.mark.integration
 def test_an_unknown_embedder_in_the_environment_names_the_variable_and_the_valid_names(tmp_path: Path) -> None:
     done = velesmem(tmp_path, "doctor", VELESDB_MEMORY_EMBEDDER="nope")
     assert done.returncode == 1

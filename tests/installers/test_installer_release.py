@@ -16,7 +16,9 @@ import pytest
 
 import velesmem
 from installer_helpers import (INSTALLER, REPO, clean_env, free_port, health_ok, make_venv_seeing_our_packages,
-                               poll)
+                               wait_for)
+
+pytestmark = pytest.mark.integration  # every test here starts a process
 
 VERSION = velesmem.__version__
 
@@ -114,5 +116,5 @@ def test_the_verified_release_is_installed_and_a_rerun_of_that_version_skips_pip
     finally:
         gone = run(home, venv, index.wheels, "--uninstall")
     assert gone.returncode == 0, gone.stdout + gone.stderr
-    poll(lambda: not health_ok(port, home / ".velesdb-memory-tls" / "ca-cert.pem"), timeout=30,
+    wait_for(lambda: not health_ok(port, home / ".velesdb-memory-tls" / "ca-cert.pem"), 30,
          what="the daemon to stop")

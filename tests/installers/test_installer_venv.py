@@ -14,8 +14,12 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 import velesmem
-from installer_helpers import INSTALLER, REPO, clean_env, free_port, health_ok, make_venv_seeing_our_packages, poll
+from installer_helpers import INSTALLER, REPO, clean_env, free_port, health_ok, make_venv_seeing_our_packages, wait_for
+
+pytestmark = pytest.mark.integration  # every test here starts a process
 
 
 def test_installer_pip_installs_the_checkout_and_runs_the_daemon_from_its_venv(tmp_path: Path) -> None:
@@ -62,6 +66,6 @@ def test_installer_pip_installs_the_checkout_and_runs_the_daemon_from_its_venv(t
         gone = subprocess.run(["bash", str(INSTALLER), "--uninstall", "--yes"], env=env, capture_output=True,
                               text=True, timeout=120, check=False, stdin=subprocess.DEVNULL)
     assert gone.returncode == 0, gone.stdout + gone.stderr
-    poll(lambda: not health_ok(port, home / ".velesdb-memory-tls" / "ca-cert.pem"), timeout=30,
+    wait_for(lambda: not health_ok(port, home / ".velesdb-memory-tls" / "ca-cert.pem"), 30,
          what="the daemon to stop")
     assert (home / ".velesdb-memory").is_dir() and venv.is_dir()

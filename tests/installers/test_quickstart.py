@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from installer_helpers import REPO
 
 README = (REPO / "README.md").read_text("utf-8")
@@ -15,6 +16,7 @@ def quick_start_commands() -> list[str]:
     return [block.strip() for block in re.findall(r"```bash\n(.*?)```", section, re.DOTALL)]
 
 
+@pytest.mark.integration
 def test_quick_start_is_two_one_line_commands_each_in_a_venv() -> None:
     commands = quick_start_commands()
     assert len(commands) == 2 and all("\n" not in c for c in commands)

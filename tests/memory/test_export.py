@@ -63,6 +63,7 @@ class Other:
         return np.ones((len(texts), 8), dtype=np.float32) / np.sqrt(8)
 
 
+@pytest.mark.integration
 def test_export_works_on_a_mismatched_store(tmp_path: Path) -> None:
     with MemoryService.open(tmp_path / "s", embedder=Other()) as mem:
         mem.remember("filled by another embedder")
@@ -78,6 +79,7 @@ def test_export_works_on_a_mismatched_store(tmp_path: Path) -> None:
     assert [line["content"] for line in read(out)] == ["filled by another embedder"]
 
 
+@pytest.mark.integration
 def test_export_works_while_a_daemon_holds_the_store(tmp_path: Path) -> None:
     """Users back up a running daemon: export reads a consistent snapshot of the held store."""
     out = tmp_path / "m.jsonl"

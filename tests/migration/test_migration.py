@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.support import wait_for
 from velesmem.config import Settings
 from velesmem.embed.local import LOCAL_MODEL
 from velesmem.errors import InvalidInput
@@ -25,13 +25,11 @@ def open_hash(path: Path, facts: int = 0) -> Runtime:
 
 
 def wait_phase(rt: Runtime, *phases: str, seconds: float = 90.0) -> dict:
-    deadline = time.monotonic() + seconds
-    while True:
+    def reached() -> dict | None:
         job = rt.migration.status()["job"]
-        if job is not None and job["phase"] in phases:
-            return job
-        assert time.monotonic() < deadline, job
-        time.sleep(0.02)
+        return job if job is not None and job["phase"] in phases else None
+
+    return wait_for(reached, seconds, f"the migration job in phase {phases}")
 
 
 def test_hash_to_local_keeps_serving_and_cuts_over(tmp_path: Path) -> None:

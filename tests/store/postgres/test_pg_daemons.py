@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import pytest
 
+from tests.support import wait_for
 from velesmem.errors import InvalidInput, NotFound
 from velesmem.ids import to_u64
 from velesmem.store import Job
@@ -120,6 +121,7 @@ def _in_thread(fn: Callable[[], object]) -> tuple[threading.Thread, list[object]
     return thread, box
 
 
+@pytest.mark.integration
 def test_concurrent_remembers_of_the_same_texts_converge(pg: PostgresStore, spawn,
                                                          postgres_url: str) -> None:
     shared = [f"shared decision {i}" for i in range(60)]
@@ -133,6 +135,7 @@ def test_concurrent_remembers_of_the_same_texts_converge(pg: PostgresStore, spaw
     assert pg.verify() == []
 
 
+@pytest.mark.integration
 def test_feedback_from_two_daemons_loses_no_update(pg: PostgresStore, spawn,
                                                    postgres_url: str) -> None:
     pg.remember(write("reinforced twice over")).result()
@@ -146,6 +149,7 @@ def test_feedback_from_two_daemons_loses_no_update(pg: PostgresStore, spawn,
     assert (fact.successes, fact.failures, fact.confidence) == (50, 0, 1.0)
 
 
+@pytest.mark.integration
 def test_a_relate_forget_race_leaves_no_dangling_edge(pg: PostgresStore, spawn,
                                                       postgres_url: str) -> None:
     pairs = []
@@ -172,6 +176,7 @@ def _job(n: int, state: str = "accepted") -> Job:
     return Job(f"job-{n:02d}", "extract", state, f"fp{n}", NOW + n, NOW + n, payload={"n": n})
 
 
+@pytest.mark.integration
 def test_fifty_jobs_and_two_daemons_each_job_runs_exactly_once(pg: PostgresStore, spawn,
                                                                postgres_url: str) -> None:
     for n in range(50):
@@ -193,6 +198,7 @@ def test_fifty_jobs_and_two_daemons_each_job_runs_exactly_once(pg: PostgresStore
     assert pg.get_job("job-07").payload is None  # terminal: the request is dropped
 
 
+@pytest.mark.integration
 def test_a_dead_daemons_running_job_is_taken_over_once(pg: PostgresStore, spawn,
                                                        postgres_url: str) -> None:
     pg.create_job(_job(1), max_pending=10).result()
@@ -204,10 +210,8 @@ def test_a_dead_daemons_running_job_is_taken_over_once(pg: PostgresStore, spawn,
     assert pg.pending_jobs("extract", 10) == []  # nor resumable here
     child.proc.send_signal(signal.SIGKILL)
     child.proc.wait(timeout=DEADLINE_S)
-    deadline = time.monotonic() + DEADLINE_S
-    while (taken := pg.claim_job("extract", NOW + 6).result()) is None:
-        assert time.monotonic() < deadline, "the dead daemon's lease never lapsed"
-        time.sleep(0.05)
+    taken = wait_for(lambda: pg.claim_job("extract", NOW + 6).result(), DEADLINE_S,
+                     "the dead daemon's lease to lapse", poll_s=0.05)
     assert (taken.id, taken.state, taken.output) == ("job-01", "running",
                                                      "the model's extraction, persisted")
     assert pg.claim_job("extract", NOW + 7).result() is None  # taken once
@@ -231,6 +235,7 @@ def test_the_pending_cap_and_job_updates(pg: PostgresStore) -> None:
     assert [j.id for j in pg.pending_jobs("extract", 10)] == ["job-01", "job-02"]
 
 
+@pytest.mark.integration
 def test_the_ttl_sweep_runs_once_across_daemons(pg: PostgresStore, spawn,
                                                 postgres_url: str) -> None:
     for i in range(200):
@@ -244,6 +249,7 @@ def test_the_ttl_sweep_runs_once_across_daemons(pg: PostgresStore, spawn,
     assert pg.counts(NOW + 11).facts == 1 and pg.next_expiry() is None
 
 
+@pytest.mark.integration
 def test_two_daemons_migrate_a_fresh_database_once(spawn, pg_server) -> None:
     import psycopg
 
@@ -267,6 +273,7 @@ def test_two_daemons_migrate_a_fresh_database_once(spawn, pg_server) -> None:
         pg_server.drop(name)
 
 
+@pytest.mark.integration
 def test_sigkill_loses_no_acknowledged_write(pg: PostgresStore, spawn,
                                              postgres_url: str) -> None:
     child = Child(spawn, postgres_url, "stream", None)

@@ -4,11 +4,11 @@ share an identifier."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 
 import pytest
 
+from tests.support import wait_for
 from velesmem.config import Settings
 from velesmem.ids import entity_hub_id, fact_id
 from velesmem.runtime import Runtime
@@ -37,12 +37,11 @@ def runtimes(postgres_settings: Settings) -> Iterator[Callable[..., Runtime]]:
 
 
 def _wait(rt: Runtime, request_id: str) -> dict:
-    deadline = time.monotonic() + 30
-    while (status := rt.extraction.extraction_status(request_id))["state"] not in (
-            "committed", "failed"):
-        assert time.monotonic() < deadline, status
-        time.sleep(0.02)
-    return status
+    def finished() -> dict | None:
+        status = rt.extraction.extraction_status(request_id)
+        return status if status["state"] in ("committed", "failed") else None
+
+    return wait_for(finished, what=f"extraction job {request_id} to finish")
 
 
 def test_a_write_through_one_daemon_is_recalled_through_the_other_at_once(runtimes) -> None:

@@ -36,6 +36,7 @@ except StoreLocked as exc:
 """
 
 
+@pytest.mark.integration
 def test_second_process_is_refused_in_under_a_second(tmp_path: Path, child_env) -> None:
     with MemoryService.open(tmp_path) as mem:
         mem.remember("held")
@@ -46,6 +47,7 @@ def test_second_process_is_refused_in_under_a_second(tmp_path: Path, child_env) 
     assert str(tmp_path) in message and f"pid {os.getpid()}" in message and LOCK_FIX in message
 
 
+@pytest.mark.integration
 def test_lock_names_the_holder_process_and_frees_on_exit(tmp_path: Path, spawn) -> None:
     holder = spawn(HOLD.format(path=str(tmp_path)), stdin=subprocess.PIPE)
     try:

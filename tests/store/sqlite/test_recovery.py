@@ -47,6 +47,7 @@ for th in threads:
 """
 
 
+@pytest.mark.integration
 def test_sigkill_mid_load_loses_no_acknowledged_write(tmp_path: Path, spawn) -> None:
     with MemoryService.open(tmp_path) as mem:  # a saved index the child's writes go past
         base = mem.remember("written before the child, index saved at close").id

@@ -46,6 +46,7 @@ def _index_ids(mem: MemoryService) -> set[int]:
     return {int(i) for i in mem.store.index.live_ids()}
 
 
+@pytest.mark.integration
 def test_an_acknowledged_fact_survives_two_crashes_after_a_forget(tmp_path: Path,
                                                                   spawn) -> None:
     """Remember A and B; clean stop (index saved); forget B, kill -9; remember C (which once
@@ -92,6 +93,7 @@ def test_a_saved_index_that_does_not_match_the_store_is_reconciled(tmp_path: Pat
         assert _index_ids(mem) == {to_i64(i) for i in keep + [extra]}
 
 
+@pytest.mark.integration
 def test_deleting_the_lock_file_does_not_let_a_second_daemon_in(tmp_path: Path,
                                                                  spawn) -> None:
     holder = spawn("import sys\nfrom velesmem.memory import MemoryService\n"
@@ -106,6 +108,7 @@ def test_deleting_the_lock_file_does_not_let_a_second_daemon_in(tmp_path: Path,
         holder.communicate("\n", timeout=30)
 
 
+@pytest.mark.integration
 def test_a_dead_holders_pid_is_reported_stale_and_taken_over(tmp_path: Path, spawn,
                                                              caplog) -> None:
     child = spawn("import os, signal, sys\nfrom velesmem.memory import MemoryService\n"
@@ -174,6 +177,7 @@ def test_concurrent_recalls_survive_the_term_cache_being_trimmed(mem: MemoryServ
     assert errors == []
 
 
+@pytest.mark.integration
 def test_a_damaged_database_is_refused_with_advice_not_a_traceback(tmp_path: Path,
                                                                     child_env) -> None:
     with MemoryService.open(tmp_path) as mem:

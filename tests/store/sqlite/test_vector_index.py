@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.support import wait_for
 from velesmem.ids import to_i64, to_u64
 from velesmem.store.sqlite import vector_index
 from velesmem.store.sqlite.vector_index import VectorIndex
@@ -25,10 +26,8 @@ def exact_top(x: np.ndarray, ids: np.ndarray, q: np.ndarray, k: int) -> list[int
 
 
 def wait_drained(index: VectorIndex) -> None:
-    deadline = time.monotonic() + 30
-    while index.pending_count and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert index.pending_count == 0
+    wait_for(lambda: index.pending_count == 0, what="the index's pending vectors to drain",
+             poll_s=0.01)
 
 
 def test_writes_are_searchable_before_and_after_indexing() -> None:
@@ -137,10 +136,7 @@ def within(seconds: float, fn: Callable[[], object]) -> object:
 
 
 def wait_rebuilt(index: VectorIndex) -> None:
-    deadline = time.monotonic() + 30
-    while index.rebuilding and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert not index.rebuilding
+    wait_for(lambda: not index.rebuilding, what="the index rebuild to finish", poll_s=0.01)
 
 
 def rebuilding_index(monkeypatch, n: int = 2000) -> tuple[VectorIndex, np.ndarray, HeldRebuild]:
@@ -209,9 +205,8 @@ def test_no_removed_id_is_returned_before_during_or_after_the_swap(monkeypatch) 
         hook.release.set()
         wait_rebuilt(index)
         before = searches[0]
-        deadline = time.monotonic() + 30
-        while searches[0] < before + 5 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_for(lambda: searches[0] >= before + 5, what="five searches after the swap",
+                 poll_s=0.01)
         stop.set()
         thread.join(30)
     assert not leaks
@@ -255,9 +250,7 @@ def test_save_cancels_a_running_rebuild_and_keeps_the_old_index(monkeypatch,
     index, x, hook = rebuilding_index(monkeypatch)
     saver = threading.Thread(target=index.save, args=(tmp_path, "m"), daemon=True)
     saver.start()  # what Store.close does
-    deadline = time.monotonic() + 30
-    while not index._rebuild_cancel.is_set() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_for(index._rebuild_cancel.is_set, what="save() to cancel the rebuild", poll_s=0.01)
     hook.release.set()
     saver.join(30)
     assert not saver.is_alive() and not index.rebuilding

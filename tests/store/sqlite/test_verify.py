@@ -7,12 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import numpy as np
 
 from velesmem.ids import to_i64
 from velesmem.memory import MemoryService
 from velesmem.store.sqlite.backend import DB_FILE
 from velesmem.store.sqlite.vector_index import VectorIndex
+
+pytestmark = pytest.mark.integration  # every test here starts a process
 
 
 def _verify(store: Path, env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:

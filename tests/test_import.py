@@ -1,6 +1,6 @@
 """``velesdb-memory import``: export → import restores facts, learned confidence, TTLs, edges and
-scaffolding (SQLite → SQLite and SQLite → PostgreSQL); a second run changes nothing; a bad file
-imports nothing; expired facts are skipped."""
+scaffolding (SQLite → SQLite and SQLite → PostgreSQL); a second run changes nothing; a bad line
+anywhere in the file, an edge to a missing fact or an overlong line imports nothing."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def test_export_then_import_restores_everything_and_a_rerun_changes_nothing(
         dest = request.getfixturevalue("postgres_settings")
     code, err = _import(monkeypatch, capsys, dest, tmp_path / "memories.jsonl")
     assert code == 0, err
-    assert "imported 4 facts and 3 edges" in err and "0 refused" in err
+    assert "imported 4 facts and 3 edges" in err
     again = _export(dest, tmp_path / "again.jsonl")
     assert _comparable(again) == _comparable(exported)
     with MemoryService.open(dest.path, settings=dest) as mem:
@@ -86,39 +86,68 @@ def test_export_then_import_restores_everything_and_a_rerun_changes_nothing(
 def test_a_bad_line_imports_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                     capsys: pytest.CaptureFixture[str]) -> None:
     file = tmp_path / "broken.jsonl"
-    good = {"type": "fact", "id": 1, "content": "x", "metadata": {}, "confidence": 0.5,
-            "created_at": 0, "updated_at": 0, "expires_at": None}
-    file.write_text(json.dumps(good) + "\n" + '{"type": "edge", "from": 1}\n', encoding="utf-8")
+    file.write_text(_line("x") + "\n" + '{"type": "edge", "from": 1}\n', encoding="utf-8")
     dest = Settings(path=tmp_path / "store")
     code, err = _import(monkeypatch, capsys, dest, file)
     assert code == 1 and "broken.jsonl:2" in err and "nothing was imported" in err
     assert not (tmp_path / "store").exists()
 
 
-def test_expired_facts_are_skipped_and_refusals_reported(tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch,
-                                                         capsys: pytest.CaptureFixture[str]
-                                                         ) -> None:
+def _line(text: str, **extra: object) -> str:
     from velesmem.ids import fact_id
 
-    def fact(text: str, **extra: object) -> str:
-        fid = fact_id(text)
-        line = {"type": "fact", "id": fid, "id_str": str(fid), "content": text,
-                "metadata": {"_veles_date": 20260101}, "confidence": 0.5, "successes": 0,
-                "failures": 0, "created_at": 1.0, "updated_at": 1.0, "expires_at": None}
-        line.update(extra)
-        return json.dumps(line)
+    fid = fact_id(text)
+    line = {"type": "fact", "id": fid, "id_str": str(fid), "content": text,
+            "metadata": {"_veles_date": 20260101}, "confidence": 0.5, "successes": 0,
+            "failures": 0, "created_at": 1.0, "updated_at": 1.0, "expires_at": None}
+    line.update(extra)
+    return json.dumps(line)
 
+
+def test_a_file_whose_later_line_is_bad_leaves_the_store_as_it_was(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    dest = Settings.from_env().with_overrides(path=tmp_path / "store")
+    with MemoryService.open(dest.path, settings=dest) as mem:
+        mem.remember("stored before the import")
+    before = _export(dest, tmp_path / "before.jsonl")
     file = tmp_path / "m.jsonl"
-    file.write_text("\n".join([
-        fact("long gone", expires_at=1000.0),
-        fact("kept"),
-        fact("edited text", id=12345, id_str="12345"),
-        fact("reserved key", metadata={"_veles_secret": 1}),
-    ]) + "\n", encoding="utf-8")
+    file.write_text("\n".join([_line("kept"), _line("also kept"),
+                               _line("reserved key", metadata={"_veles_secret": 1})]) + "\n",
+                    encoding="utf-8")
+    code, err = _import(monkeypatch, capsys, dest, file)
+    assert code == 1 and "m.jsonl:3: metadata key '_veles_secret' is reserved" in err
+    assert "nothing was imported" in err
+    file.write_text("\n".join([_line("kept"), json.dumps(
+        {"type": "edge", "from": json.loads(_line("kept"))["id"], "to": 42,
+         "relation": "next"})]) + "\n", encoding="utf-8")
+    code, err = _import(monkeypatch, capsys, dest, file)
+    assert code == 1 and "line 2: the edge's to 42 is neither" in err
+    assert "nothing was imported" in err
+    assert _export(dest, tmp_path / "after.jsonl") == before
+
+
+def test_max_line_bytes_refuses_a_longer_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    file = tmp_path / "m.jsonl"
+    file.write_text(_line("short") + "\n" + _line("long " * 400) + "\n", encoding="utf-8")
+    dest = Settings(path=tmp_path / "store")
+    monkeypatch.setenv("VELESDB_MEMORY_PATH", str(dest.path))
+    code = main(["import", "--max-line-bytes", "1000", str(file)])
+    err = capsys.readouterr().err
+    assert code == 1 and "m.jsonl:2: the line is longer than 1,000 bytes" in err
+    assert not dest.path.exists()
+    code = main(["import", str(file)])
+    assert code == 0 and "imported 2 facts" in capsys.readouterr().err
+
+
+def test_expired_facts_are_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    file = tmp_path / "m.jsonl"
+    file.write_text("\n".join([_line("long gone", expires_at=1000.0), _line("kept"),
+                               _line("kept")]) + "\n", encoding="utf-8")
     dest = Settings(path=tmp_path / "store")
     code, err = _import(monkeypatch, capsys, dest, file)
-    assert code == 1
-    assert "imported 1 facts" in err and "1 expired skipped" in err and "2 refused" in err
-    assert "line 3: id 12345 is not the hash of its content" in err
-    assert "line 4:" in err and "reserved" in err
+    assert code == 0, err
+    assert "imported 1 facts" in err and "1 expired skipped" in err
+    assert "1 repeated lines counted once" in err

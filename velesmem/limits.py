@@ -33,6 +33,12 @@ MAX_TTL_SECONDS = 100 * 366 * 24 * 3600  # ttl_seconds upper bound (~100 years)
 MAX_INTERNAL_BYTES = 16 * MIB  # content, and serialized metadata, of one internal fact
 MAX_SCAN_INTERNAL = 100_000  # limit of one scan_internal call
 
+# --- import (velesdb-memory import) -------------------------------------------------------
+# One line of an export file: a longer one is refused while the file is read, before it is
+# parsed or held whole (`import --max-line-bytes` changes it). The largest line an export
+# writes is an internal fact: MAX_INTERNAL_BYTES of content and as much metadata, JSON-escaped.
+MAX_IMPORT_LINE_BYTES = 64 * MIB
+
 # --- learned confidence -------------------------------------------------------------------
 DEFAULT_CONFIDENCE = 0.5
 FEEDBACK_SUCCESS_STEP = 0.1

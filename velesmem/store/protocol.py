@@ -84,6 +84,34 @@ class GraphWrite:
     edges: tuple[tuple[int, int, str], ...] = ()
 
 
+@dataclass(frozen=True)
+class RestoredFact:
+    """A fact as an export recorded it, checked and (a user fact) re-embedded: written with its
+    metadata verbatim (``_veles_author`` included), learned state, times and expiry."""
+
+    key: int
+    content: str
+    metadata_json: str
+    kind: str | None  # None: a user fact, which then carries its ``vector``
+    vector: np.ndarray | None
+    confidence: float
+    successes: int
+    failures: int
+    created_at: float
+    updated_at: float
+    expires_at: float | None
+
+
+@dataclass(frozen=True)
+class RestoreWrite:
+    """A whole import: facts, then edges (src, dst, relation) whose ends must be live facts
+    once the facts are written. All of it commits, or none of it (NotFound, InvalidInput)."""
+
+    now: float
+    facts: tuple[RestoredFact, ...] = ()
+    edges: tuple[tuple[int, int, str], ...] = ()
+
+
 JOB_STATES = ("accepted", "running", "committed", "failed")
 TERMINAL_STATES = ("committed", "failed")
 
@@ -259,6 +287,10 @@ class Store(TokenStore, Protocol):
                 expires_at: float | None) -> Future[bool]:
         """Set a stored fact's learned confidence, counts and times as an export recorded them
         (``import``); False when no fact has ``key``."""
+
+    def restore_all(self, write: RestoreWrite) -> Future[int]:
+        """Write an import in ONE transaction (resolves to the facts plus edges written); an
+        edge whose end is not a live fact fails it, and nothing is written."""
 
     def purge_expired(self, now: float) -> Future[int]:
         """Delete every fact whose expiry has passed; resolves to how many."""

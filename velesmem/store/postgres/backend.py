@@ -59,6 +59,7 @@ from velesmem.store.protocol import (
     Job,
     JournalState,
     Problem,
+    RestoreWrite,
     Space,
     StoredFact,
     TokenRecord,
@@ -366,6 +367,11 @@ class PostgresStore:
                 expires_at: float | None) -> Future[bool]:
         return self._submit(writes.restore(self, key, confidence, successes, failures,
                                            created_at, updated_at, expires_at))
+
+    def restore_all(self, write: RestoreWrite) -> Future[int]:
+        from velesmem.store.restore import restore_job
+
+        return self._submit(restore_job(self, writes, writes.Outcome, write))
 
     def put_internal(self, key: int, content: str, metadata_json: str, kind: str, now: float,
                      expires_at: float | None = None) -> Future[int]:

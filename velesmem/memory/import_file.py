@@ -24,6 +24,9 @@ from velesmem.ids import fact_id
 from velesmem.memory import validate
 
 
+READ_CHUNK = 1 << 20  # bytes of a line read at once
+
+
 @dataclass(frozen=True)
 class FactLine:
     """A fact line, checked: ``kind`` None is a user fact; ``metadata_json`` is canonical."""
@@ -82,14 +85,14 @@ def check_stream(fh: BinaryIO, name: str, *,
     edges: set[tuple[int, int, str]] = set()
     n = 0
     while True:
-        raw = fh.readline(max_line_bytes + 1)  # bounded: never more than the cap is held
-        if not raw:
-            break
         n += 1
-        if len(raw) > max_line_bytes and not raw.endswith(b"\n"):
+        raw = _read_line(fh, max_line_bytes)
+        if raw is None:
             raise InvalidInput(f"{name}:{n}: the line is longer than {max_line_bytes:,} bytes "
                                "(import --max-line-bytes); it was not read further; nothing "
                                "was imported")
+        if not raw:
+            break
         try:
             item = _parse(raw)
         except BadLine as exc:
@@ -116,6 +119,24 @@ def check_stream(fh: BinaryIO, name: str, *,
         out.facts.append(fact)
     out.outside = {end for e in out.edges for end in (e.src, e.dst)} - set(facts)
     return out
+
+
+def _read_line(fh: BinaryIO, cap: int) -> bytes | None:
+    """The next line (b"" at the end), or None once it passes ``cap`` bytes before its end:
+    read in chunks, so a refused line is never held whole and never read past the cap."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        chunk = fh.readline(min(READ_CHUNK, cap + 1 - size))
+        if not chunk:
+            break
+        parts.append(chunk)
+        size += len(chunk)
+        if chunk.endswith(b"\n"):
+            break
+        if size > cap:
+            return None
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def _same(a: FactLine, b: FactLine) -> bool:

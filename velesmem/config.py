@@ -180,7 +180,7 @@ SETTINGS: tuple[Setting, ...] = (
             "Largest /mcp request body in bytes; larger is refused with 413."),
     Setting("http_max_sessions", "HTTP_MAX_SESSIONS", _parse_positive_int,
             lambda: limits.DEFAULT_HTTP_MAX_SESSIONS,
-            "Most concurrent MCP sessions. Default 64; at the cap the least recently active idle one is closed."),
+            "Most concurrent MCP sessions. Default 64; at the cap the least recently active one with no call in flight is closed."),
     Setting("http_max_connections", "HTTP_MAX_CONNECTIONS", _parse_positive_int,
             lambda: limits.DEFAULT_HTTP_MAX_CONNECTIONS,
             "Most open HTTP connections (also kept under the descriptor limit). Default 512."),

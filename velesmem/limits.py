@@ -71,6 +71,9 @@ DEFAULT_HTTP_MAX_BODY_BYTES = MAX_REQUEST_MEDIA_B64_BYTES + 16 * MIB
 # A session with no request in flight (a live client keeps its GET stream open) expires after this:
 # clients that exit without DELETE (the Inspector CLI, mcp-remote) leak theirs.
 HTTP_SESSION_IDLE_SECONDS = 5 * 60
+# At the session cap, an initialize whose room can only come from a session still opening or a call
+# still in flight waits this long for one to finish before it is refused with 503.
+HTTP_SESSION_ADMIT_WAIT_SECONDS = 10
 LEAF_CERT_DAYS = 30
 CA_CERT_YEARS = 10
 LEAF_RENEW_FRACTION = 1 / 3  # the leaf is renewed once less than this share of its lifetime remains

@@ -27,7 +27,7 @@ from velesmem.daemon.auth import AuthGuard, AuthPolicy, StoreTokenVerifier
 from velesmem.daemon.bodies import BodyBudget, BodyGate
 from velesmem.daemon.guards import DrainGate, DrainState, HostOriginGuard, allowed_authorities, allowed_origins
 from velesmem.daemon.request_ids import DuplicateIdGuard
-from velesmem.daemon.sessions import SessionCap
+from velesmem.daemon.sessions import SessionActivity, SessionCap
 from velesmem.runtime import Runtime
 
 # How FastMCP serves /mcp. A POST is answered with one JSON body, not an SSE stream: no tool sends
@@ -44,6 +44,7 @@ class McpHandle:
     endpoint: Any  # fastmcp's StreamableHTTPASGIApp; its session_manager exists inside the lifespan
     runtime: Runtime
     drain: DrainState = field(default_factory=DrainState)
+    activity: SessionActivity = field(default_factory=SessionActivity)
 
     def live_sessions(self) -> Mapping[str, Any]:
         """Session id → transport, live (the SDK manager's own table; empty outside the lifespan)."""
@@ -64,6 +65,14 @@ class McpHandle:
         """True while the session's transport still has an answer stream open for request ``key``."""
         transport = self.live_sessions().get(session_id)
         return transport is not None and key in transport._request_streams
+
+    async def end_idle_sessions(self) -> int:
+        """End every session with no call in flight now (their GET streams end with them), so a
+        shutdown waits only for calls; the number ended."""
+        idle = self.activity.idle(list(self.live_sessions()))
+        for session_id in idle:
+            await self.evict(session_id)
+        return len(idle)
 
     async def terminate_sessions(self) -> None:
         """End every session's transport (closes idle GET streams so shutdown need not wait)."""
@@ -113,7 +122,7 @@ def build_app(
         runtime.start()  # warms in the background: the handshake and /health never wait for it
         async with mcp_app.lifespan(app):
             manager = handle.endpoint.session_manager
-            # SessionCap keeps the count at the cap by evicting idle sessions; the SDK's own cap
+            # SessionCap keeps the count at the cap by closing sessions; the SDK's own cap
             # stays as a backstop.
             manager.max_sessions = settings.http_max_sessions
             manager.max_request_body_size = settings.http_max_body_bytes
@@ -129,7 +138,8 @@ def build_app(
         # Before anything that costs the daemon memory or a session slot.
         Middleware(AuthGuard, policy=auth, verifier=StoreTokenVerifier(runtime.store)),
         Middleware(DrainGate, state=handle.drain, path=MCP_PATH),
-        Middleware(SessionCap, max_sessions=settings.http_max_sessions, directory=handle),
+        Middleware(SessionCap, max_sessions=settings.http_max_sessions, directory=handle,
+                   activity=handle.activity),
         Middleware(BodyGate, max_bytes=settings.http_max_body_bytes,
                    budget=BodyBudget(settings.http_max_body_bytes_in_flight), queue_timeout_s=body_queue_s),
         Middleware(DuplicateIdGuard, streams=handle),

@@ -1,8 +1,9 @@
 """uvicorn, run our way: guarded connections, a TLS context renewed in place, and an orderly stop.
 
 On SIGTERM/SIGINT: mark the drain first (new calls get a worded 503 while the socket still
-listens), let in-flight MCP calls finish and connections that just opened send their request (it
-is refused in words too), then stop listening, end the sessions, close the
+listens), end at once every session with no call in flight (GET streams and leaked sessions
+included), let in-flight MCP calls finish and connections that just opened send their request (it
+is refused in words too), then stop listening, end the remaining sessions, close the
 connections (without waiting on clients that never answer TLS close_notify), and return to the
 caller, which closes the store.
 """
@@ -120,12 +121,20 @@ class _DaemonServer(uvicorn.Server):
         drain = self.handle.drain
         drain.closing = True  # first: from here on a new call is refused in words, not by a closed port
         self.handle.runtime.drain()
+        # Sessions with no call in flight end now, their GET streams with them: nothing waits on
+        # a stream or a leaked session (the sessions answering a call end after it).
+        await self.handle.end_idle_sessions()
         if drain.in_flight:
             _say(f"draining {drain.in_flight} in-flight call(s)…")
-        deadline = loop.time() + limits.HTTP_DRAIN_SECONDS
-        while loop.time() < deadline and (
-            drain.in_flight or not self.table.settled(loop.time() - limits.HTTP_DRAIN_QUIET_SECONDS)
-        ):
+        began = loop.time()
+        deadline = began + limits.HTTP_DRAIN_SECONDS
+        # Connections that just opened or just got an answer may be about to send a request: they
+        # get a short quiet spell to have it refused in words, counted from the signal, so clients
+        # that reconnect (to the 503) again and again cannot hold the exit.
+        quiet_until = began + limits.HTTP_DRAIN_QUIET_SECONDS
+        while loop.time() < deadline and (drain.in_flight or (
+            loop.time() < quiet_until and not self.table.settled(loop.time() - limits.HTTP_DRAIN_QUIET_SECONDS)
+        )):
             await asyncio.sleep(POLL_S)
         AppStatus.should_exit = True  # only now may sse-starlette end the streams still open
         for server in self.servers:

@@ -10,7 +10,7 @@ import pytest
 
 from velesmem.errors import InvalidInput, NotFound
 from velesmem.ids import edge_id, fact_id, to_i64, to_u64
-from velesmem.store import ENTITY_HUB_KIND, Edge, Store, StoredFact
+from velesmem.store import ENTITY_HUB_KIND, Counts, Edge, Store, StoredFact
 from velesmem.store.predicates import TRUE, All, Compare
 
 from .conftest import IDENTITY, NOW, vector, write
@@ -236,3 +236,35 @@ def test_restore_sets_the_learned_state_and_times_as_exported(store: Store) -> N
             fact.expires_at) == (0.85, 4, 1, NOW - 500, NOW - 100, NOW + 900)
     assert store.next_expiry() == NOW + 900
     assert store.restore(to_i64(31337), 0.5, 0, 0, NOW, NOW, None).result() is False
+
+
+def test_restore_all_writes_an_import_in_one_transaction_or_nothing(store: Store) -> None:
+    from velesmem.store.protocol import RestoredFact, RestoreWrite
+
+    store.remember(write("stored before")).result()
+    user = RestoredFact(key("imported fact"), "imported fact", '{"_veles_author":"alice"}',
+                        None, vector(7), 0.75, 2, 1, NOW - 50, NOW - 10, NOW + 600)
+    hub = RestoredFact(to_i64(4242), "Entity: imports", '{"_veles_entity":"imports"}',
+                       ENTITY_HUB_KIND, None, 0.5, 0, 0, NOW - 50, NOW - 50, None)
+    edges = ((user.key, hub.key, "mentions"), (user.key, key("stored before"), "follows"))
+    with pytest.raises(NotFound):
+        store.restore_all(RestoreWrite(NOW, (user, hub), edges + (
+            (user.key, to_i64(999), "dangles"),))).result()
+    assert store.facts([user.key, hub.key], NOW, user_only=False) == {}
+    assert store.counts(NOW) == Counts(1, 0)
+    assert store.restore_all(RestoreWrite(NOW, (user, hub), edges)).result() == 4
+    got = store.facts([user.key, hub.key], NOW, user_only=False)
+    assert (got[user.key].metadata, got[user.key].confidence, got[user.key].successes,
+            got[user.key].created_at, got[user.key].updated_at, got[user.key].expires_at) == (
+        {"_veles_author": "alice"}, 0.75, 2, NOW - 50, NOW - 10, NOW + 600)
+    assert got[hub.key].kind == ENTITY_HUB_KIND
+    assert sorted(store.out_edges(user.key, NOW, 10)) == sorted(
+        (dst, rel) for _, dst, rel in edges)
+    assert store.vector_search(vector(7), 1, None)[0][0] == user.key
+    clash = RestoredFact(hub.key, "a user fact on the hub's key", "{}", None, vector(8), 0.5,
+                         0, 0, NOW, NOW, None)
+    late = RestoredFact(key("late fact"), "late fact", "{}", None, vector(9), 0.5, 0, 0, NOW,
+                        NOW, None)
+    with pytest.raises(InvalidInput):
+        store.restore_all(RestoreWrite(NOW, (late, clash))).result()
+    assert store.facts([key("late fact")], NOW) == {}

@@ -163,10 +163,11 @@ def test_status_refuses_a_malformed_id_and_reports_an_unknown_one(rt: Runtime) -
         rt.extraction.extraction_status("0" * 64)
 
 
-def test_a_remote_extractor_that_is_not_configured_is_an_internal_error(rt: Runtime) -> None:
-    with pytest.raises(Internal, match="not configured"):
+def test_a_named_remote_extractor_that_is_not_configured_is_invalid_input_and_none_is_internal(
+        rt: Runtime) -> None:
+    with pytest.raises(InvalidInput, match="not configured"):
         rt.extraction.remember_extracted("text", extractor="ollama")
-    with pytest.raises(Internal, match="no extractor is configured"):
+    with pytest.raises(Internal, match="no extractor is configured"):  # the contract: -32603
         rt.extraction.remember_extracted("text")
     assert rt.store.pending_jobs("extract", 100) == []
 

@@ -6,7 +6,7 @@ import pytest
 
 from velesmem import config
 from velesmem.config import Settings, settings_help
-from velesmem.errors import Internal
+from velesmem.errors import Internal, InvalidInput
 from velesmem.extract import (
     BACKENDS,
     Extractor,
@@ -63,16 +63,16 @@ def test_no_configured_extractor_is_an_actionable_internal_error() -> None:
         load(None, Settings())
 
 
-def test_an_unknown_name_lists_the_valid_ones() -> None:
-    with pytest.raises(Internal, match="outline, ollama, openai"):
+def test_an_unknown_name_is_invalid_input_listing_the_valid_ones() -> None:
+    with pytest.raises(InvalidInput, match="'llamacpp'.*outline, ollama, openai"):
         load("llamacpp", Settings())
 
 
-def test_a_remote_name_must_be_the_configured_backend() -> None:
+def test_a_remote_name_must_be_the_configured_backend_or_it_is_invalid_input() -> None:
     s = _env(EXTRACTOR="ollama", EXTRACTOR_MODEL="m")
-    with pytest.raises(Internal, match="'openai' is not configured.*EXTRACTOR=ollama"):
+    with pytest.raises(InvalidInput, match="'openai' is not configured.*EXTRACTOR=ollama"):
         load("openai", s)
-    with pytest.raises(Internal, match="EXTRACTOR=unset"):
+    with pytest.raises(InvalidInput, match="EXTRACTOR=unset"):
         load("ollama", Settings())
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from velesmem.config import REMOTE_EXTRACTORS, Settings
-from velesmem.errors import Internal
+from velesmem.errors import Internal, InvalidInput
 from velesmem.extract.identifiers import (
     KINDS,
     Identifier,
@@ -79,9 +79,10 @@ BACKENDS: dict[str, Callable[[Settings], Extractor]] = {
 def load(name: str | None, settings: Settings) -> Extractor:
     """The extractor ``name`` names (None: the configured ``VELESDB_MEMORY_EXTRACTOR``).
 
-    Internal, with the fix, when nothing is configured, the name is unknown, a remote name is
-    not the configured backend (its URL and model belong to that one), or a remote backend has
-    no model.
+    InvalidInput (the caller's choice is wrong; nothing was changed) when ``name`` is unknown or
+    names a remote backend that is not the configured one (its URL and model belong to that
+    one). Internal (the daemon's configuration), with the fix, when ``name`` is None and nothing
+    is configured, or the configured remote backend has no model.
     """
     requested = settings.extractor if name is None else name
     chosen = (requested or "").strip().lower()
@@ -90,11 +91,12 @@ def load(name: str | None, settings: Settings) -> Extractor:
                        "write) or set VELESDB_MEMORY_EXTRACTOR to ollama or openai")
     factory = BACKENDS.get(chosen)
     if factory is None:
-        raise Internal(f"unknown extractor {name!r}: the extractors are {', '.join(BACKENDS)}")
+        fault = InvalidInput if name is not None else Internal
+        raise fault(f"extractor {requested!r} is not an extractor: use one of {', '.join(BACKENDS)}")
     if chosen in REMOTE_EXTRACTORS:
         if settings.extractor != chosen:
             configured = settings.extractor or "unset"
-            raise Internal(f"extractor {chosen!r} is not configured (VELESDB_MEMORY_EXTRACTOR="
+            raise InvalidInput(f"extractor {chosen!r} is not configured (VELESDB_MEMORY_EXTRACTOR="
                            f"{configured}): set VELESDB_MEMORY_EXTRACTOR={chosen} with its _URL "
                            "and _MODEL and restart, or use \"outline\"")
         if not settings.extractor_model.strip():

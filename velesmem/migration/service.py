@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from velesmem import limits
-from velesmem.config import Settings
+from velesmem.config import EMBEDDERS, Settings
 from velesmem.embed import Embedder, load_embedder
 from velesmem.errors import Internal, InvalidInput, VelesmemError
 from velesmem.migration.job import (
@@ -56,6 +56,19 @@ def _warm(embedder: Embedder) -> None:
 def witness(embedder: Embedder) -> list[float]:
     """The embedder's vector of a fixed probe text: a model changed under its name differs."""
     return [round(float(x), 6) for x in embedder.embed([WITNESS_TEXT])[0]]
+
+
+def _target_embedder(settings: Settings, backend: str, given: str) -> Embedder:
+    """The embedder ``migration_start`` would migrate to; InvalidInput naming ``target_backend``
+    when it is no embedder, or one this daemon cannot run (not configured, extra missing)."""
+    if backend not in EMBEDDERS:
+        raise InvalidInput(f"target_backend {given!r} is not an embedder: use one of "
+                           f"{', '.join(EMBEDDERS)}")
+    try:  # local_model=None: a migration to local goes to its newest graph
+        return load_embedder(settings.with_overrides(embedder=backend, local_model=None))
+    except Internal as exc:
+        raise InvalidInput(f"target_backend {given!r} cannot be used by this daemon: "
+                           f"{exc.message}") from exc
 
 
 def _cosine(a: list[float], b: list[float]) -> float:
@@ -161,8 +174,7 @@ class MigrationService:
                 raise InvalidInput("a generated destination (an embedding space being built) "
                                    "already exists: migration_recover or migration_cancel it")
             backend = target_backend.strip().lower()
-            # local_model=None: a migration to local goes to its newest graph
-            target = load_embedder(self.settings.with_overrides(embedder=backend, local_model=None))
+            target = _target_embedder(self.settings, backend, target_backend)
             _warm(target)
             source = self._serving()
             if (target.model, target.dimension) == (source.model, source.dimension):
@@ -219,15 +231,21 @@ class MigrationService:
         return self._envelope()
 
     def recover(self) -> dict[str, Any]:
+        """Resume a stopped job. With no job, or one already running, there is nothing to do:
+        the answer is the contract's ``{configured, job}`` as it stands (job null when none).
+        A terminal job, or one in its cutover, is refused with what to do instead."""
         with self._lock:
             job = self._job
-            if job is None or job.phase in TERMINAL:
-                raise InvalidInput("no migration to recover")
+            if job is None:
+                return self._envelope()
+            if job.phase in TERMINAL:
+                raise InvalidInput(f"the last migration is {job.phase}: there is nothing to "
+                                   "recover (migration_start begins a new one)")
             if job.phase in CUTTING_OVER:
                 raise InvalidInput(f"the migration is {job.phase}: startup's crash-safe cutover "
                                    "recovery completes it (restart the daemon)")
             if self.running:
-                raise InvalidInput("the migration is running: nothing to recover")
+                return self._envelope()
             local_model = job.target_model if job.target_backend == "local" else None
             target = load_embedder(self.settings.with_overrides(embedder=job.target_backend,
                                                                 local_model=local_model))

@@ -57,14 +57,15 @@ def register(mcp: FastMCP, app: AppContext) -> None:
 
     @mcp.tool(annotations=WRITE)
     async def migration_recover() -> Result:
-        """Resume a stopped migration (prepared … cutover_ready) after checking the target's model, dimension and witness vector again. Returns { configured, job }."""
+        """Resume a stopped migration (prepared … cutover_ready) after checking the target's model, dimension and witness vector again. Returns { configured, job }; with nothing to recover (no migration, or one already running) it returns them as they stand (job null when none). A finished or cancelled job, or one in its cutover, is refused."""
         await rt.ready()
         return await rt.run(rt.migration.recover)
 
 
 # Valid arguments for the MCP schema tests. On their hash-filled store a migration to hash has
-# nothing to do, and with none started there is nothing to cancel or recover: well-formed calls
-# answered with a domain refusal (REFUSED_SAMPLES), so probing their slots starts no migration.
+# nothing to do, and with none started there is nothing to cancel: well-formed calls answered
+# with a domain refusal (REFUSED_SAMPLES), so probing their slots starts no migration. With none
+# started, migration_recover answers {configured, job: null}.
 EXAMPLES: dict[str, dict[str, Any]] = {
     "migration_start": {"target_backend": "hash", "pause_budget_ms": 500,
                         "journal_max_bytes": 1 << 20, "fact_batch": 64, "replay_batch": 64,
@@ -75,5 +76,4 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "migration_recover": {},
 }
 REFUSED_SAMPLES: dict[str, str] = {"migration_start": "InvalidInput",
-                                   "migration_cancel": "InvalidInput",
-                                   "migration_recover": "InvalidInput"}
+                                   "migration_cancel": "InvalidInput"}

@@ -1,7 +1,7 @@
-"""``python -m velesmem`` runs the CLI."""
+"""``python -m velesmem`` runs the console script (stdio attach when a daemon runs, else the CLI)."""
 
 import sys
 
-from velesmem.cli import main
+from velesmem.launcher import main
 
 sys.exit(main())

@@ -187,6 +187,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("http_max_body_bytes_in_flight", "HTTP_MAX_BODY_BYTES_IN_FLIGHT", _parse_positive_int,
             lambda: limits.DEFAULT_HTTP_MAX_BODY_BYTES_IN_FLIGHT,
             "Request body bytes held at once across connections; larger bodies wait, then get 503."),
+    Setting("attach_reconnect_seconds", "ATTACH_RECONNECT_SECONDS", _parse_positive_int,
+            lambda: limits.DEFAULT_ATTACH_RECONNECT_SECONDS,
+            "Seconds a stdio client attached to the daemon keeps trying to reconnect when the "
+            "daemon stops (a restart is picked up); then it exits. Default 60."),
     Setting("tls_dir", "TLS_DIR", _parse_path, lambda: _home() / ".velesdb-memory-tls",
             "Directory of the local CA and leaf certificate. Default ~/.velesdb-memory-tls."),
     Setting("ingest_roots", "INGEST_ROOTS", _parse_roots, lambda: (),
@@ -244,6 +248,7 @@ class Settings:
     http_max_sessions: int = limits.DEFAULT_HTTP_MAX_SESSIONS
     http_max_connections: int = limits.DEFAULT_HTTP_MAX_CONNECTIONS
     http_max_body_bytes_in_flight: int = limits.DEFAULT_HTTP_MAX_BODY_BYTES_IN_FLIGHT
+    attach_reconnect_seconds: int = limits.DEFAULT_ATTACH_RECONNECT_SECONDS
     tls_dir: Path = field(default_factory=lambda: _home() / ".velesdb-memory-tls")
     ingest_roots: tuple[str, ...] = ()
     ollama_url: str = "http://localhost:11434"

@@ -64,6 +64,7 @@ MAX_OTHER_SESSIONS = 50  # other_sessions listed by load_working_context
 DEFAULT_HTTP_HOST = "127.0.0.1"
 DEFAULT_HTTP_PORT = 18090
 DEFAULT_HTTP_MAX_SESSIONS = 64
+DEFAULT_ATTACH_RECONNECT_SECONDS = 60  # a stdio relay waits this long for a restarting daemon
 # The largest legal request is a compile_context whose fragments carry the per-request media
 # cap, plus their text and the JSON-RPC envelope. Anything larger cannot be a valid call and is
 # refused with 413 before it is buffered.

@@ -11,6 +11,7 @@ from velesmem.errors import Internal
 
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/health"
+CA_CERT_FILE = "ca-cert.pem"  # the local CA in the TLS dir (velesmem.daemon.tls writes it)
 STORE_HEADER = "x-velesdb-memory-store"  # /health names its resolved store: stdio attaches only to its own
 WILDCARD_V4 = ("0.0.0.0", "", "*")
 WILDCARD_V6 = "::"

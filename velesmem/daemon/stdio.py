@@ -44,12 +44,16 @@ def serve_stdio(settings: Settings) -> int:
         configure_logging()
         runtime = Runtime.open(settings)
     except StoreLocked:
-        from velesmem.daemon.attach import daemon_answers, run_stdio_proxy
+        # the launcher found no daemon a moment ago; one may have taken the store since
+        from velesmem.daemon.probe import find_daemon
+        from velesmem.daemon.relay import run_relay
+        from velesmem.daemon.upstream import Upstream
 
-        if not daemon_answers(settings):
+        found = find_daemon(settings)
+        if found is None:
             raise
         start_orphan_watchdog(lambda: os._exit(0), parent)
-        return run_stdio_proxy(settings)
+        return run_relay(Upstream(found.endpoint, found.connection), found.reconnect_s, found.ca)
 
     def orphaned() -> None:
         log.info("parent process exited; closing the store")

@@ -22,13 +22,14 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from velesmem import limits
+from velesmem.daemon.address import CA_CERT_FILE
+from velesmem.daemon.upstream import client_ssl_context as client_ssl_context  # re-exported
 from velesmem.errors import Internal
 
 CA_COMMON_NAME = "VelesDB Memory Local CA"
 LEAF_COMMON_NAME = "localhost"
 LEAF_DNS_NAMES = ("localhost",)
 LEAF_IP_ADDRESSES = ("127.0.0.1", "::1")
-CA_CERT_FILE = "ca-cert.pem"
 CA_KEY_FILE = "ca-key.pem"
 LEAF_CERT_FILE = "leaf-cert.pem"
 LEAF_KEY_FILE = "leaf-key.pem"
@@ -110,14 +111,6 @@ def server_ssl_context(files: TlsFiles) -> ssl.SSLContext:
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     ctx.load_cert_chain(files.leaf_cert, files.leaf_key)
-    return ctx
-
-
-def client_ssl_context(ca_cert: Path) -> ssl.SSLContext:
-    """A strict client context trusting only our CA (hostname checked, no fallback)."""
-    ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=str(ca_cert))
-    ctx.check_hostname = True
-    ctx.verify_mode = ssl.CERT_REQUIRED
     return ctx
 
 

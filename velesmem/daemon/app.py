@@ -110,6 +110,7 @@ def _find_endpoint(mcp_app: Starlette) -> Any:
 def build_app(
     server: FastMCP, runtime: Runtime, address: DaemonAddress, *, idle_timeout_s: float,
     body_queue_s: float = float(limits.HTTP_BODY_QUEUE_SECONDS), auth: AuthPolicy,
+    session_admit_s: float = float(limits.HTTP_SESSION_ADMIT_WAIT_SECONDS),
 ) -> tuple[Starlette, McpHandle]:
     """The Starlette app serving ``/health`` and ``/mcp`` with every guard on; its lifespan
     starts the Runtime. ``auth`` is the policy ``velesmem.daemon.auth.auth_policy`` settled."""
@@ -139,7 +140,7 @@ def build_app(
         Middleware(AuthGuard, policy=auth, verifier=StoreTokenVerifier(runtime.store)),
         Middleware(DrainGate, state=handle.drain, path=MCP_PATH),
         Middleware(SessionCap, max_sessions=settings.http_max_sessions, directory=handle,
-                   activity=handle.activity),
+                   activity=handle.activity, admit_wait_s=session_admit_s),
         Middleware(BodyGate, max_bytes=settings.http_max_body_bytes,
                    budget=BodyBudget(settings.http_max_body_bytes_in_flight), queue_timeout_s=body_queue_s),
         Middleware(DuplicateIdGuard, streams=handle),

@@ -124,7 +124,8 @@ def _serve_http(settings: Settings, address: DaemonAddress, tuning: Tuning) -> i
                                       protocol=tuning.http_protocol)
             server = build_server(AppContext(runtime))
             app, handle = build_app(server, runtime, address, idle_timeout_s=tuning.session_idle_s,
-                                    body_queue_s=tuning.body_queue_s, auth=auth)
+                                    body_queue_s=tuning.body_queue_s, auth=auth,
+                                    session_admit_s=tuning.session_admit_s)
             _startup_lines(address, settings)
             _say(auth.describe())
             if max_connections < settings.http_max_connections:

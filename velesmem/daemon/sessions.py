@@ -165,6 +165,7 @@ class SessionCap:
         session kept a call in flight for the whole admission wait."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.admit_wait_s
+        waited = False
         async with self._admission:
             while True:
                 live = list(self.directory.live_sessions())
@@ -180,6 +181,11 @@ class SessionCap:
                 left = deadline - loop.time()
                 if left <= 0:
                     return False
+                if not waited:
+                    waited = True
+                    log.info("session cap (%d) reached and no session can be closed (each has a call in "
+                             "flight or is opening): an initialize waits up to %.0f s for room",
+                             self.max_sessions, left)
                 self.activity.changed.clear()
                 try:
                     await asyncio.wait_for(self.activity.changed.wait(), left)

@@ -74,7 +74,8 @@ def main() -> None:
     parser.add_argument("--mib", type=int, default=200)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--max-line-bytes", type=int, default=None,
-                        help=f"passed to import (default: its own, {limits.MAX_IMPORT_LINE_BYTES:,})")
+                        help="passed to import (default: its own, "
+                             f"{limits.MAX_IMPORT_LINE_BYTES:,})")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="velesmem-import-line-") as tmp:
         base = Path(tmp)

@@ -45,6 +45,15 @@ def restore(store: Store, embedder: Embedder, checked: CheckedFile, now: float,
     or edge the store refuses raises, and then nothing was written. ``step(phase, done,
     total)`` hears progress: facts compared with the store, then facts embedded."""
     expired = {f.id for f in checked.facts if f.expires_at is not None and f.expires_at <= now}
+    skipped = sum(1 for e in checked.edges if e.src in expired or e.dst in expired)
+    edges = [e for e in checked.edges if e.src not in expired and e.dst not in expired]
+    outside = sorted(checked.outside - expired)
+    found = store.facts([to_i64(k) for k in outside], now, user_only=False) if outside else {}
+    for e in edges:  # before any embedding: a dangling edge refuses the whole file at once
+        for name, end in (("from", e.src), ("to", e.dst)):
+            if end in checked.outside and to_i64(end) not in found:
+                raise NotFound(f"line {e.line}: the edge's {name} {end} is neither a fact in "
+                               "the file nor a stored memory; nothing was imported")
     unchanged = 0
     todo: list[FactLine] = []
     for start in range(0, len(checked.facts), LOOKUP_BATCH):
@@ -63,15 +72,6 @@ def restore(store: Store, embedder: Embedder, checked: CheckedFile, now: float,
         batch = users[start:start + EMBED_BATCH]
         for f, vector in zip(batch, embedder.embed([f.content for f in batch])):
             vectors[f.id] = vector
-    skipped = sum(1 for e in checked.edges if e.src in expired or e.dst in expired)
-    edges = [e for e in checked.edges if e.src not in expired and e.dst not in expired]
-    outside = sorted(checked.outside - expired)
-    found = store.facts([to_i64(k) for k in outside], now, user_only=False) if outside else {}
-    for e in edges:
-        for name, end in (("from", e.src), ("to", e.dst)):
-            if end in checked.outside and to_i64(end) not in found:
-                raise NotFound(f"line {e.line}: the edge's {name} {end} is neither a fact in "
-                               "the file nor a stored memory; nothing was imported")
     existing: dict[int, set[tuple[int, str]]] = {}
     new_edges = []
     for e in edges:

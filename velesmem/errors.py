@@ -84,6 +84,15 @@ class EmbedderMismatch(Internal):
     """The store was filled by a different embedder (model or dimension)."""
 
 
+class StoreUnreachable(Internal):
+    """The store's database does not answer (down, or the network to it); nothing was run."""
+
+
+class SpaceMoved(Internal):
+    """Another daemon moved the store to a new embedding space under this call (a migration it
+    committed); nothing was changed, and the call can run again in the new space."""
+
+
 class Warming(Internal):
     """The call needs the embedding model or the vector index, which are still loading."""
 

@@ -28,7 +28,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from velesmem.config import Settings
-from velesmem.errors import Internal, VelesmemError, Warming
+from velesmem.errors import Internal, SpaceMoved, VelesmemError, Warming
+from velesmem.store.protocol import SharedStore
 
 if TYPE_CHECKING:
     from velesmem.context.ingest import IngestRoots
@@ -41,10 +42,13 @@ T = TypeVar("T")
 log = logging.getLogger("velesmem")
 
 LOG_PREFIX = "[velesdb-memory]"
+FOLLOW_ENV = "VELESMEM_INTERNAL_FOLLOW"  # tests: "off" leaves the move to each call's retry
 WARMING_WAIT_S = 10.0  # longest a tool call waits for warming to finish
 WARM_RETRY_S = (1.0, 2.0, 5.0, 10.0, 30.0)  # back-off while an embedder is unreachable
 SWEEP_MAX_SLEEP_S = 60.0  # the sweeper looks at the clock at least this often
 SEARCH_THREADS = 16  # run hybrid recall's vector side beside its text side
+FOLLOW_PAUSE_S = 1.0  # following another daemon's migration holds new calls at most this long
+LIBRARY_LOG_EVERY_S = 30.0  # a library's repeated log line (psycopg's pool) at most this often
 
 
 class State(str, enum.Enum):
@@ -74,6 +78,23 @@ class _Formatter(logging.Formatter):
         return message
 
 
+class _EveryS(logging.Filter):
+    """Let one record per logger and message pattern through every ``seconds`` (a pool that
+    retries a dead server logs the same line many times a second)."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__()
+        self.seconds = seconds
+        self._last: dict[tuple[str, str], float] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key, now = (record.name, str(record.msg)), time.monotonic()
+        if now - self._last.get(key, -self.seconds) < self.seconds:
+            return False
+        self._last[key] = now
+        return True
+
+
 _logging_lock = threading.Lock()
 _HANDLER_NAME = "velesmem-stderr"
 
@@ -100,6 +121,14 @@ def configure_logging(level: str | int = logging.INFO) -> None:
         sdk.addHandler(handler)
         sdk.setLevel(logging.WARNING)
         sdk.propagate = False
+        # psycopg's pool logs each failed reconnect: our prefix, at a bounded rate.
+        limited = logging.StreamHandler(sys.stderr)
+        limited.setFormatter(_Formatter())
+        limited.addFilter(_EveryS(LIBRARY_LOG_EVERY_S))
+        psycopg_log = logging.getLogger("psycopg")
+        psycopg_log.handlers = [limited]
+        psycopg_log.propagate = False
+        psycopg_log.setLevel(logging.WARNING)
 
 
 class Runtime:
@@ -147,6 +176,7 @@ class Runtime:
         self._paused = threading.Event()  # set while a migration's cutover holds requests
         self._inflight = 0
         self._inflight_cv = threading.Condition()
+        self._follow_lock = threading.Lock()
         self.migration = MigrationService(store, settings, clock, lambda: self.embedder,
                                           self.swap_embedder, self.pause_requests)
 
@@ -187,6 +217,8 @@ class Runtime:
         self._spawn("velesmem-migrate", self._migrate_loop)
         if self.autograph.active:
             self._spawn("velesmem-autograph", self._autograph_loop)
+        if isinstance(self.store, SharedStore) and os.environ.get(FOLLOW_ENV) != "off":
+            self._spawn("velesmem-follow", self._follow_loop)
 
     def _spawn(self, name: str, target: Callable[[], None]) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)
@@ -266,6 +298,12 @@ class Runtime:
         body: dict[str, Any] = {
             "status": "ok" if self.state in (State.WARMING, State.READY) else self.state.value,
             "state": self.state.value, "store": self.store.location, "version": __version__}
+        if isinstance(self.store, SharedStore):
+            reason = self.store.down_reason
+            body["database"] = {"reachable": reason is None}
+            if reason is not None:
+                body["database"]["error"] = reason
+                body["status"] = "unavailable"
         if self.state is State.WARMING:
             body["warming"] = {"phase": self.progress.phase, "done": self.progress.done,
                                "total": self.progress.total}
@@ -312,7 +350,11 @@ class Runtime:
         await self._admit()
         try:
             loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(self.executor, lambda: fn(*args, **kwargs))
+            try:
+                return await loop.run_in_executor(self.executor, lambda: fn(*args, **kwargs))
+            except SpaceMoved:  # another daemon's migration: follow it, run the call again
+                await loop.run_in_executor(self.executor, self.follow_serving)
+                return await loop.run_in_executor(self.executor, lambda: fn(*args, **kwargs))
         finally:
             self._leave()
 
@@ -322,14 +364,20 @@ class Runtime:
         heavy, else here; then await its commit on the event loop: no thread waits for the
         store's writer."""
         await self._admit()
+        loop = asyncio.get_running_loop()
         try:
-            if offload:
-                loop = asyncio.get_running_loop()
+            try:
+                if offload:
+                    future = await loop.run_in_executor(self.executor,
+                                                        lambda: submit(*args, **kwargs))
+                else:  # microseconds: cheaper than the two thread hops
+                    future = submit(*args, **kwargs)
+                return await asyncio.wrap_future(future)
+            except SpaceMoved:  # nothing was written: follow the new space, prepare it again
+                await loop.run_in_executor(self.executor, self.follow_serving)
                 future = await loop.run_in_executor(self.executor,
                                                     lambda: submit(*args, **kwargs))
-            else:  # microseconds: cheaper than the two thread hops
-                future = submit(*args, **kwargs)
-            return await asyncio.wrap_future(future)
+                return await asyncio.wrap_future(future)
         finally:
             self._leave()
 
@@ -363,6 +411,47 @@ class Runtime:
         self.memory.set_embedder(embedder)
         self.extraction.embedder = embedder
 
+    # --- many daemons, one database: follow the serving space another daemon moved --------
+    def _follow_loop(self) -> None:
+        try:
+            self.store.watch(self._stop, self._serving_seen)  # type: ignore[attr-defined]
+        except Exception:  # a bug: calls still follow a move by their retry
+            log.exception("following the database failed")
+
+    def _serving_seen(self, space_id: int) -> None:
+        """The watcher saw ``space_id`` serving: follow it unless this daemon serves it, is
+        still warming (it settles then) or is the one migrating."""
+        current = self.store.serving_space()
+        if (current is not None and current.id == space_id) or not self._ready.is_set() \
+                or self.migration.running:
+            return
+        try:
+            self.follow_serving(pause=True)
+        except VelesmemError as exc:
+            log.error("could not follow the new embedding space: %s", exc.message)
+        except Exception:
+            log.exception("could not follow the new embedding space")
+
+    def follow_serving(self, pause: bool = False) -> bool:
+        """Serve the space the database records if another daemon's migration moved it, with
+        the embedder that fills it (loaded here); True if it moved. ``pause`` holds new calls
+        during the swap (not from inside a call: it would wait for itself)."""
+        with self._follow_lock:
+            space = self.store.recorded_serving()  # type: ignore[attr-defined]
+            if space is None:
+                return False
+            embedder = self.embedder
+            if (embedder.model, embedder.dimension) != (space.identity.model,
+                                                        space.identity.dimension):
+                embedder = _embedder_for(self.settings, space.identity)
+            with self.pause_requests(FOLLOW_PAUSE_S) if pause else _nothing():
+                if embedder is not self.embedder:
+                    self.swap_embedder(embedder)  # first: a vector made before goes nowhere
+                self.store.follow(space)  # type: ignore[attr-defined]
+            log.info("another daemon moved the store to embedding space %d (%s, %d dims): "
+                     "serving it", space.id, space.identity.model, space.identity.dimension)
+            return True
+
     def _migrate_loop(self) -> None:
         while not self._ready.wait(0.1):
             if self._stop.is_set():
@@ -383,6 +472,9 @@ class Runtime:
                 return
         while not self._stop.is_set():
             self.extraction.wake.clear()
+            if isinstance(self.store, SharedStore) and self.store.down_reason is not None:
+                self.extraction.wake.wait(1.0)  # the database is away: nothing to claim
+                continue
             try:
                 self.extraction.run_pending(self._stop)
             except VelesmemError as exc:
@@ -532,6 +624,30 @@ def embedder_of(settings: Settings, identity: Identity) -> Embedder | None:
         return None
     return load_embedder(_recorded_model(settings, backend, identity.model)
                          .with_overrides(embedder=backend))
+
+
+@contextmanager
+def _nothing() -> Iterator[float]:
+    yield 0.0
+
+
+def _embedder_for(settings: Settings, identity: Identity) -> Embedder:
+    """The embedder whose model and dimension ``identity`` records, loaded and warmed."""
+    from velesmem.errors import EmbedderMismatch
+
+    embedder = embedder_of(settings, identity)
+    if embedder is None:
+        raise EmbedderMismatch(f"another daemon moved the store to embedder {identity.model!r}, "
+                               "which this velesmem does not know: upgrade it")
+    warm = getattr(embedder, "warm", None)
+    if callable(warm):
+        warm()
+    if (embedder.model, embedder.dimension) != (identity.model, identity.dimension):
+        raise EmbedderMismatch(f"another daemon moved the store to {identity.model} "
+                               f"({identity.dimension} dims), but this daemon's embedder is "
+                               f"{embedder.model} ({embedder.dimension} dims): configure the "
+                               "same one")
+    return embedder
 
 
 def _recorded_model(settings: Settings, backend: str, model: str) -> Settings:

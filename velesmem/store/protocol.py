@@ -17,10 +17,11 @@ no thread waits on it). A write that fails changes nothing and raises from its f
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -439,3 +440,23 @@ class Store(TokenStore, Protocol):
 
     def repair(self, report: Callable[[str], None]) -> list[Problem]:
         """Rebuild what is derived; return what could not be repaired."""
+
+
+@runtime_checkable
+class SharedStore(Protocol):
+    """A store many daemons share (PostgreSQL): one may move it to a new embedding space, and
+    its server may be unreachable for a while. The Runtime follows both."""
+
+    @property
+    def down_reason(self) -> str | None:
+        """Why the database cannot be reached right now (None while it answers)."""
+
+    def watch(self, stop: threading.Event, on_serving: Callable[[int], None]) -> None:
+        """Block until ``stop``, calling ``on_serving(space_id)`` whenever the serving space
+        may have moved, and keeping ``down_reason`` current."""
+
+    def recorded_serving(self) -> Space | None:
+        """The serving space the database records, if not the one this store serves."""
+
+    def follow(self, space: Space) -> None:
+        """Serve ``space`` from now on."""

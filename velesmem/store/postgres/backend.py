@@ -27,9 +27,9 @@ from psycopg import errors as pgerrors
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from velesmem.errors import Internal, InvalidInput, VelesmemError
+from velesmem.errors import Internal, InvalidInput, SpaceMoved, StoreUnreachable, VelesmemError
 from velesmem.ids import to_i64
-from velesmem.store.postgres import jobs, spaces, writes
+from velesmem.store.postgres import jobs, spaces, watch, writes
 from velesmem.store.postgres.connection import (
     APPLICATION,
     CONNECT_TIMEOUT_S,
@@ -105,6 +105,18 @@ def _lost(exc: psycopg.Error) -> bool:
     return state.startswith("08") or state.startswith("57P")
 
 
+_UNDEFINED_TABLE = "42P01"
+_DATA_EXCEPTION = "22000"  # pgvector: "expected N dimensions, not M"
+
+
+def _moved(exc: psycopg.Error) -> bool:
+    """The statement met a space another daemon's migration retired, dropped or replaced."""
+    message = str(exc)
+    return (exc.sqlstate == SPACE_RETIRED
+            or (exc.sqlstate == _UNDEFINED_TABLE and "space_vectors_" in message)
+            or (exc.sqlstate == _DATA_EXCEPTION and "dimensions, not" in message))
+
+
 def _fact(row: tuple[Any, ...]) -> StoredFact:
     return StoredFact(int(row[0]), row[1], row[2], row[3], float(row[4]), int(row[5]),
                       int(row[6]), float(row[7]), float(row[8]),
@@ -147,6 +159,7 @@ class PostgresStore:
         self.warm_done = False
         self.worker = f"{APPLICATION}-{random.getrandbits(48):012x}"  # this process's claims
         self.leases = jobs.Leases(url)
+        self.liveness = watch.Liveness(url)
 
     # --- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -163,12 +176,45 @@ class PostgresStore:
                 pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
             except PoolTimeout as exc:
                 pool.close()
-                raise unreachable(self.url, exc) from None
+                raise StoreUnreachable(self.liveness.down(exc)) from None
             self._pool = pool
             self._writer = ThreadPoolExecutor(WRITE_THREADS, thread_name_prefix="velesmem-pgwrite")
             self._background = ThreadPoolExecutor(1, thread_name_prefix="velesmem-pgbackground")
         with self._direct_lock:  # from now on every call takes a pooled connection
             self._direct.close()
+
+    def refresh_pool(self) -> None:
+        """Replace the pooled connections an outage killed (after the server answers again)."""
+        pool = self._pool
+        if pool is not None and not self._closing:
+            try:
+                pool.check()
+            except psycopg.Error as exc:
+                log.warning("checking the pooled connections failed: %s", exc)
+
+    @property
+    def down_reason(self) -> str | None:
+        """Why PostgreSQL cannot be reached right now (None while it answers)."""
+        return self.liveness.error
+
+    def watch(self, stop: threading.Event, on_serving: Callable[[int], None]) -> None:
+        """Follow the database until ``stop`` (blocking; the Runtime runs it on a thread of its
+        own): ``on_serving`` gets the serving space's id at every NOTIFY and poll, and the
+        server's reachability is kept current (``watch.watch``)."""
+        watch.watch(self.liveness, stop, on_serving, self.refresh_pool)
+
+    def recorded_serving(self) -> Space | None:
+        """The serving space the database records, when it is not the one this store serves
+        (another daemon committed a migration); None when unchanged."""
+        with self._conn() as conn:
+            sid = spaces.serving_space_id(conn)
+            if sid is None or (self.serving is not None and self.serving.id == sid):
+                return None
+            return spaces.read_space(conn, sid)
+
+    def follow(self, space: Space) -> None:
+        """Serve ``space`` from now on (another daemon made it the serving one)."""
+        self.serving = space
 
     def warm(self, progress: WarmProgress, cancelled: Callable[[], bool] = lambda: False) -> None:
         """Nothing to load (PostgreSQL keeps the HNSW index); check the serving index exists."""
@@ -204,6 +250,9 @@ class PostgresStore:
         raised inside become worded Internal errors."""
         if self._closed:
             raise Internal("the store is closed")
+        down = self.liveness.error
+        if down is not None and not self.liveness.probe():
+            raise StoreUnreachable(self.liveness.error or down)
         try:
             pool = self._pool
             if pool is None:
@@ -213,6 +262,8 @@ class PostgresStore:
                 with pool.connection() as conn:
                     yield conn
         except PoolTimeout:
+            if not self.liveness.probe():
+                raise StoreUnreachable(self.liveness.error or self.location) from None
             raise Internal(f"the PostgreSQL store {self.location} had no free connection for "
                            f"{POOL_TIMEOUT_S:.0f} s (all {POOL_MAX} busy): retry") from None
         except _RETRYABLE as exc:
@@ -220,11 +271,16 @@ class PostgresStore:
         except psycopg.Error as exc:
             if exc.sqlstate == JOURNAL_FULL:
                 raise InvalidInput(exc.diag.message_primary or str(exc)) from None
-            if exc.sqlstate == SPACE_RETIRED:
-                raise Internal(exc.diag.message_primary or str(exc)) from None
+            if _moved(exc):
+                raise SpaceMoved(f"another daemon moved the store to a new embedding space (a "
+                                 f"migration it committed): nothing was changed, and the call "
+                                 f"can run again in the new space "
+                                 f"({exc.diag.message_primary or exc})") from None
             if self._closed:
                 raise Internal("the store is closed") from None
             if _lost(exc):
+                if self.liveness.probe():  # it answers again: drop the pool's dead connections
+                    self.refresh_pool()
                 raise unreachable(self.url, exc) from None
             raise failed(self.location, exc) from None
 
@@ -344,7 +400,12 @@ class PostgresStore:
 
     # --- writes ------------------------------------------------------------------------------
     def remember(self, w: FactWrite) -> Future[int]:
-        self._space()
+        space = self._space()
+        if len(w.vector) != space.identity.dimension:
+            raise SpaceMoved(f"this fact was embedded in {len(w.vector)} dimensions, but the "
+                             f"serving space {space.id} holds {space.identity.dimension}: "
+                             "another daemon moved the store to a new embedding space; nothing "
+                             "was changed")
         return self._submit(writes.remember(self, w))
 
     def relate(self, src: int, dst: int, relation: str, now: float) -> Future[int]:
@@ -535,6 +596,8 @@ class PostgresStore:
             conn.execute("UPDATE spaces SET state = 'retired' WHERE state = 'serving'")
             conn.execute("UPDATE spaces SET state = 'serving', witness = %s WHERE id = %s",
                          (Jsonb(list(witness)), space))
+            # Every daemon's watcher hears this at the commit, and follows (watch.py).
+            conn.execute("SELECT pg_notify(%s, %s)", (watch.CHANNEL, str(space)))
             pairs = [("serving_space", str(space)), ("provenance_model", new.identity.model),
                      ("provenance_dimension", str(new.identity.dimension))]
             if old is not None:

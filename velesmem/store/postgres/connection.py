@@ -18,7 +18,7 @@ import psycopg
 from psycopg import adapt, pq
 from psycopg.types.json import set_json_loads
 
-from velesmem.errors import Internal
+from velesmem.errors import Internal, StoreUnreachable
 
 CONNECT_TIMEOUT_S = 10
 INT8_OID = 20
@@ -103,11 +103,16 @@ def connect(url: str) -> psycopg.Connection[Any]:
         raise unreachable(url, exc) from None
 
 
-def unreachable(url: str, exc: BaseException) -> Internal:
+def unreachable_message(url: str, exc: BaseException) -> str:
+    """Why the server at ``url`` cannot be reached, worded, without the URL's password."""
     detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return Internal(f"cannot connect to PostgreSQL at {redact(url)}: {detail}. Check "
-                    "VELESDB_MEMORY_DATABASE_URL (postgresql://user:password@host:5432/db) and "
-                    "that the server is running and reachable")
+    return (f"cannot reach PostgreSQL at {redact(url)}: {detail}. Check "
+            "VELESDB_MEMORY_DATABASE_URL (postgresql://user:password@host:5432/db) and that the "
+            "server is running and reachable")
+
+
+def unreachable(url: str, exc: BaseException) -> StoreUnreachable:
+    return StoreUnreachable(unreachable_message(url, exc))
 
 
 def failed(location: str, exc: psycopg.Error) -> Internal:
@@ -116,4 +121,5 @@ def failed(location: str, exc: psycopg.Error) -> Internal:
     return Internal(f"the PostgreSQL store {location} failed: {detail}. Nothing was changed")
 
 
-__all__ = ["EF_SEARCH", "Keys", "configure", "connect", "failed", "redact", "unreachable"]
+__all__ = ["EF_SEARCH", "Keys", "configure", "connect", "failed", "redact", "unreachable",
+           "unreachable_message"]

@@ -5,11 +5,11 @@ poll), and a call that meets the moved space before that follows it and runs onc
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable, Iterator
 
 import pytest
 
+from tests.support import wait_for
 from velesmem.config import Settings
 from velesmem.embed.local import LOCAL_MODEL
 from velesmem.errors import SpaceMoved
@@ -38,20 +38,14 @@ def runtimes(postgres_settings: Settings) -> Iterator[Callable[..., Runtime]]:
         rt.close()
 
 
-def _wait(condition: Callable[[], object], what: str) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.02)
-
-
 def _migrate(a: Runtime) -> int:
     """A moves the store from hash to local; the new serving space's id."""
     for i in range(12):
         a.memory.remember(f"fact number {i} about the release train")
     a.memory.remember(MOVED)
     a.migration.start("local", 2000, fact_batch=8)
-    _wait(lambda: a.migration.status()["job"]["phase"] == "committed", "A's migration commits")
+    wait_for(lambda: a.migration.status()["job"]["phase"] == "committed", DEADLINE_S,
+             "A's migration to commit")
     space = a.store.serving_space()
     assert space is not None and space.identity.model == LOCAL_MODEL
     return space.id
@@ -71,7 +65,8 @@ def test_a_daemon_follows_a_migration_another_daemon_committed(runtimes) -> None
     before = b.store.serving_space()
     new_space = _migrate(a)
     assert before is not None and before.id != new_space
-    _wait(lambda: b.store.serving_space().id == new_space, "B follows the new space")
+    wait_for(lambda: b.store.serving_space().id == new_space, DEADLINE_S,
+             "B to follow the new space")
     assert b.embedder.model == LOCAL_MODEL and b.memory.embedder.model == LOCAL_MODEL
     got = _remember(b, "the deploy window moved to Tuesday mornings")
     assert _recall(b, "message broker replacement")[0] == MOVED  # meaning: the local model

@@ -87,6 +87,22 @@ def test_the_relay_exits_0_when_stdin_closes(make_daemon: Callable[..., Daemon],
         _end(proc)
 
 
+def test_a_call_sent_just_before_stdin_closes_is_still_answered(
+    make_daemon: Callable[..., Daemon], tmp_path: Path,
+) -> None:
+    """``printf '…' | velesdb-memory``: stdin is at EOF while the call is in flight; the relay
+    waits for its answer before it ends the session."""
+    daemon = make_daemon().start()
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "remember", "arguments": {"fact": "sent as stdin closed"}}}
+    lines = [LEGACY_INIT, {"jsonrpc": "2.0", "method": "notifications/initialized"}, call]
+    done = subprocess.run([sys.executable, "-m", "velesmem"], env=daemon.env, capture_output=True,
+                          input="".join(json.dumps(m) + "\n" for m in lines).encode(), timeout=60)
+    assert done.returncode == 0, done.stderr.decode()
+    answers = {m["id"]: m for m in map(json.loads, done.stdout.splitlines())}
+    assert answers[2]["result"]["structuredContent"]["id_str"], answers
+
+
 def test_the_relay_answers_a_2026_discover_probe_with_method_not_found(
     make_daemon: Callable[..., Daemon], tmp_path: Path,
 ) -> None:

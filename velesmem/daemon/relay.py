@@ -58,11 +58,13 @@ class Relay:
         self._initialized: bytes | None = None  # its notifications/initialized
         self._pending: dict[int, Any] = {}  # request ids in flight, by thread
         self._listening = False
+        self._workers: set[threading.Thread] = set()  # requests in flight
 
     # --- stdin side ---------------------------------------------------------------------------
 
     def run(self, inp: BinaryIO) -> int:
-        """Relay until stdin closes; then end the session and return 0."""
+        """Relay until stdin closes; then let the calls in flight answer, end the session and
+        return 0."""
         while True:
             line = inp.readline()
             if not line:
@@ -77,6 +79,8 @@ class Relay:
                 continue
             self._dispatch(line, message)
         self.closed.set()
+        for worker in list(self._workers):  # calls already sent still get their answers
+            worker.join()
         session = self._session
         if session:
             self.upstream.delete({SESSION_HEADER: session})
@@ -92,7 +96,9 @@ class Relay:
             self._init = line
             self._handshake(forward=True)
         elif is_request:
-            threading.Thread(target=self._call, args=(line, message["id"]), daemon=True).start()
+            worker = threading.Thread(target=self._call, args=(line, message["id"]), daemon=True)
+            self._workers.add(worker)
+            worker.start()
         else:  # notifications and responses, in order: initialized must precede what follows
             if method == "notifications/initialized":
                 self._initialized = line
@@ -131,6 +137,7 @@ class Relay:
                 self._emit_error(request_id, INTERNAL_ERROR, "the velesmem daemon kept losing the session")
         finally:
             self._pending.pop(key, None)
+            self._workers.discard(threading.current_thread())
 
     def _handshake(self, forward: bool) -> bool:
         """POST the client's initialize (and initialized); take the session and version from the

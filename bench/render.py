@@ -50,9 +50,24 @@ def render_attach(data: dict[str, Any]) -> list[str]:
     return lines
 
 
+def render_shutdown(data: dict[str, Any]) -> list[str]:
+    """bench/shutdown.py: SIGTERM → exit of an idle daemon with clients attached."""
+    lines = [f"How long an idle daemon takes to exit after SIGTERM with {data['scenario'].split(', ', 1)[1]} "
+             f"attached; {data['runs']} runs.", ""]
+    lines += _table(["SIGTERM → exit, median", "min–max", "exit codes", "every GET stream ended"],
+                    [[f"{data['exit_s_median']:.3f} s", f"{data['exit_s_min']:.3f}–{data['exit_s_max']:.3f} s",
+                      ", ".join(str(c) for c in data["exit_codes"]), "yes" if data["streams_ended"] else "no"]])
+    met = data["exit_s_median"] < data["target_s"]
+    lines += ["", f"- Target SIGTERM → exit < {data['target_s']:g} s: {data['exit_s_median']:.3f} s — "
+              f"{'met' if met else 'missed'}.",
+              "", f"Measured with `{data['command']}` on {data['machine']} (load {data['load_average']}).", ""]
+    return lines
+
+
 # result name → (section heading, renderer of its body)
 RENDERERS: dict[str, tuple[str, Callable[[dict[str, Any]], list[str]]]] = {
     "attach": ("## stdio attach", render_attach),
+    "shutdown": ("## Stopping with clients attached", render_shutdown),
 }
 
 
@@ -67,7 +82,7 @@ def render(results: Path = RESULTS_DIR, doc: Path = DOC) -> str:
             body = renderer(json.loads(path.read_text(encoding="utf-8")))
             parts.append("\n".join([heading, "", *body]))
         elif name in old:
-            parts.append(old[name])
+            parts.append(old[name].rstrip("\n") + "\n")  # as rendered: rendering again changes nothing
     return "\n".join(parts).rstrip() + "\n"
 
 

@@ -21,6 +21,7 @@ from velesmem.clients.wiring import desktop_entry
 URL = "https://memory.team.example:18090/mcp"
 TOKEN = "vmt_" + "S3cr3t-" * 6 + "x"
 AUTH = f"Bearer {TOKEN}"
+COMMAND = "/opt/velesmem/bin/velesdb-memory"
 FILE_CLIENTS = (catalog.CURSOR, catalog.WINDSURF, catalog.DEVIN, catalog.CLINE, catalog.ZED,
                 catalog.OPENCODE)
 
@@ -31,16 +32,16 @@ def host_for(home: Path, path: str | None = None) -> Host:
 
 def install_clients(home: Path) -> dict[str, Path]:
     host = host_for(home)
-    for name in (catalog.CLINE, catalog.ZED, catalog.OPENCODE):
-        Path(str(catalog.JSON_CLIENTS[name].detect(host))).mkdir(parents=True)
+    for name in (*FILE_CLIENTS, catalog.CODEX):
+        Path(str(catalog.DETECT_DIRS[name](host))).mkdir(parents=True, exist_ok=True)
     return {name: Path(str(catalog.CONFIG_PATHS[name](host)))
             for name in (*FILE_CLIENTS, catalog.CODEX)}
 
 
 def wire(home: Path, token: str = "", uninstall: bool = False, path: str | None = None,
-         skip: frozenset[str] = frozenset({catalog.CLAUDE_DESKTOP})) -> dict:
+         skip: frozenset[str] = frozenset({catalog.CLAUDE_DESKTOP}), transport: str = "http") -> dict:
     request = WireRequest(URL, str(home / "ca.pem"), skip=skip, uninstall=uninstall,
-                          hooks=False, token=token)
+                          hooks=False, token=token, transport=transport, command=COMMAND)
     outcomes = wire_clients(request, host_for(home, path))
     for outcome in outcomes:
         assert TOKEN not in outcome.line() and TOKEN not in (outcome.detail or "")
@@ -103,13 +104,11 @@ def test_merging_keeps_other_servers_tightens_the_mode_and_uninstall_removes_the
 ) -> None:
     paths = install_clients(tmp_path)
     cursor = paths["cursor"]
-    cursor.parent.mkdir(parents=True)
     other = {"mcpServers": {"other": {"url": "https://x.example/mcp",
                                       "headers": {"Authorization": "Bearer theirs"}}}}
     cursor.write_text(json.dumps(other))
     cursor.chmod(0o644)
     codex = paths["codex"]
-    codex.parent.mkdir(parents=True)
     codex.write_text('# mine\nmodel = "o3"\n\n[mcp_servers.other]\nurl = "https://x.example/mcp"\n')
     wire(tmp_path, TOKEN)
     merged = json.loads(cursor.read_text())["mcpServers"]
@@ -121,8 +120,29 @@ def test_merging_keeps_other_servers_tightens_the_mode_and_uninstall_removes_the
     gone = wire(tmp_path, uninstall=True)
     assert {n: gone[n].action for n in paths} == dict.fromkeys(paths, "removed")
     assert json.loads(cursor.read_text()) == other
+    assert "# mine" in codex.read_text()
+    for path in paths.values():  # files that held only our entry are gone, backups with them
+        assert not path.exists() or TOKEN not in path.read_text()
+        assert not list(path.parent.glob(path.name + ".bak.*")) or path.exists()
+    assert not paths["windsurf"].exists() and not paths["devin"].exists()
+
+
+def test_a_stdio_entry_hands_the_token_to_the_attaching_process_in_its_environment(
+    tmp_path: Path,
+) -> None:
+    paths = install_clients(tmp_path)
+    result = wire(tmp_path, TOKEN, transport="stdio")
+    assert {n: result[n].action for n in paths} == dict.fromkeys(paths, "added")
+    env = {"VELESDB_MEMORY_AUTH_TOKEN": TOKEN}
+    got = entries(paths)
+    assert got["cursor"] == {"command": COMMAND, "args": [], "env": env}
+    assert got["opencode"] == {"type": "local", "command": [COMMAND], "enabled": True,
+                               "environment": env}
+    assert got["codex"] == {"command": COMMAND, "args": [], "env": env}
     for path in paths.values():
-        assert TOKEN not in path.read_text()
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+    again = wire(tmp_path, "", transport="stdio")  # a re-run without the token keeps it
+    assert {n: again[n].action for n in paths} == dict.fromkeys(paths, "unchanged")
 
 
 def test_claude_code_gets_the_header_as_its_last_argument_and_the_token_stays_out_of_outcomes(
@@ -136,6 +156,7 @@ def test_claude_code_gets_the_header_as_its_last_argument_and_the_token_stays_ou
                       'case "$2" in add) echo "bad header $*" >&2; exit 3;; esac\n')
     claude.chmod(0o755)
     only = frozenset(set(catalog.CLIENTS) - {catalog.CLAUDE_CODE})
+    (tmp_path / ".claude.json").write_text("{}")  # Claude Code is installed
     failed = wire(tmp_path, TOKEN, path=str(bin_dir), skip=only)["claude-code"]
     assert failed.action == "failed" and "<token>" in failed.detail
     argv = log.read_text().splitlines()
@@ -171,7 +192,8 @@ def test_wire_cli_takes_the_token_from_stdin_and_refuses_a_malformed_one(
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     skips = [a for n in catalog.CLIENTS if n != catalog.CURSOR for a in ("--skip-client", n)]
     monkeypatch.setattr("sys.stdin", io.StringIO(TOKEN + "\n"))
-    assert main(["wire", "--url", URL, "--token", "-", "--no-hooks", *skips]) == 0
+    (tmp_path / ".cursor").mkdir()
+    assert main(["wire", "--transport", "http", "--url", URL, "--token", "-", "--no-hooks", *skips]) == 0
     out = capsys.readouterr().out
     assert "with a bearer token" in out and TOKEN not in out
     entry = json.loads((tmp_path / ".cursor/mcp.json").read_text())["mcpServers"]["velesdb-memory"]
@@ -188,7 +210,8 @@ def test_wire_cli_without_a_token_writes_no_header(
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     skips = [a for n in catalog.CLIENTS if n != catalog.CURSOR for a in ("--skip-client", n)]
-    assert main(["wire", "--url", URL, "--no-hooks", *skips]) == 0
+    (tmp_path / ".cursor").mkdir()
+    assert main(["wire", "--transport", "http", "--url", URL, "--no-hooks", *skips]) == 0
     assert "with a bearer token" not in capsys.readouterr().out
     entry = json.loads((tmp_path / ".cursor/mcp.json").read_text())["mcpServers"]["velesdb-memory"]
     assert entry == {"type": "http", "url": URL}

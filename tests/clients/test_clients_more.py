@@ -1,4 +1,5 @@
-"""Cline, Zed and opencode, wired like the others: detected by their directory, written fresh,
+"""Cline, Zed and opencode, wired like the others: detected by their directory, written fresh
+(the default stdio entry, and the HTTPS URL with ``transport="http"``),
 merged into an existing config (Zed's and opencode's comments kept), a re-run changes nothing,
 and the uninstall removes exactly our entry."""
 
@@ -14,6 +15,7 @@ from velesmem.clients.jsonc import loads
 from velesmem.clients.wiring import wired_urls
 
 URL = "https://127.0.0.1:18611/mcp"
+CMD = "/opt/velesmem/venv/bin/velesdb-memory"
 NEW = (catalog.CLINE, catalog.ZED, catalog.OPENCODE)
 OTHERS = frozenset(set(catalog.CLIENTS) - set(NEW))
 
@@ -44,8 +46,9 @@ def host_for(home: Path) -> Host:
     return Host("Linux", str(home), {"HOME": str(home), "PATH": str(home / "empty-bin")})
 
 
-def wire(home: Path, uninstall: bool = False) -> dict:
-    request = WireRequest(URL, str(home / "ca.pem"), skip=OTHERS, uninstall=uninstall)
+def wire(home: Path, uninstall: bool = False, transport: str = "http") -> dict:
+    request = WireRequest(URL, str(home / "ca.pem"), skip=OTHERS, uninstall=uninstall,
+                          transport=transport, command=CMD)
     return {o.client: o for o in wire_clients(request, host_for(home))}
 
 
@@ -53,7 +56,7 @@ def install_clients(home: Path) -> dict[str, Path]:
     """Each client's directory, as the client itself leaves it once it has run."""
     host = host_for(home)
     for name in NEW:
-        Path(str(catalog.JSON_CLIENTS[name].detect(host))).mkdir(parents=True)
+        Path(str(catalog.DETECT_DIRS[name](host))).mkdir(parents=True)
     return {name: Path(str(catalog.CONFIG_PATHS[name](host))) for name in NEW}
 
 
@@ -81,6 +84,21 @@ def test_fresh_files_have_each_clients_shape(tmp_path: Path) -> None:
         "mcp": {"velesdb-memory": {"type": "remote", "url": URL, "enabled": True}}}
     assert "NODE_EXTRA_CA_CERTS" in result["opencode"].detail and "trust" in result["zed"].detail
     assert {name: wired_urls(host_for(tmp_path), NEW)[name][0] for name in NEW} == dict.fromkeys(NEW, URL)
+
+
+def test_the_default_stdio_entries_have_each_clients_shape(tmp_path: Path) -> None:
+    paths = install_clients(tmp_path)
+    result = wire(tmp_path, transport="stdio")
+    assert {name: result[name].action for name in NEW} == dict.fromkeys(NEW, "added")
+    assert json.loads(paths["cline"].read_text()) == {
+        "mcpServers": {"velesdb-memory": {"command": CMD, "args": [], "disabled": False}}}
+    assert json.loads(paths["zed"].read_text()) == {
+        "context_servers": {"velesdb-memory": {"command": CMD, "args": []}}}
+    assert json.loads(paths["opencode"].read_text()) == {
+        "$schema": "https://opencode.ai/config.json",
+        "mcp": {"velesdb-memory": {"type": "local", "command": [CMD], "enabled": True}}}
+    switched = wire(tmp_path)  # back to the URL: each entry replaced in place
+    assert {name: switched[name].action for name in NEW} == dict.fromkeys(NEW, "updated")
 
 
 def test_merge_keeps_comments_and_every_other_key_rerun_is_unchanged_uninstall_is_exact(tmp_path: Path) -> None:
@@ -123,7 +141,7 @@ def test_a_new_url_updates_the_entry_in_place(tmp_path: Path) -> None:
     paths = install_clients(tmp_path)
     paths["zed"].write_text(ZED_ORIGINAL)
     wire(tmp_path)
-    request = WireRequest("https://127.0.0.1:18612/mcp", "ca.pem", skip=OTHERS)
+    request = WireRequest("https://127.0.0.1:18612/mcp", "ca.pem", skip=OTHERS, transport="http")
     result = {o.client: o for o in wire_clients(request, host_for(tmp_path))}
     assert {name: result[name].action for name in NEW} == dict.fromkeys(NEW, "updated")
     assert loads(paths["zed"].read_text())["context_servers"]["velesdb-memory"] == {

@@ -39,6 +39,12 @@ EXPECTED = {
                   "C:\\Users\\you\\AppData\\Roaming\\Zed\\settings.json"),
     catalog.OPENCODE: ("/Users/you/.config/opencode/opencode.json", "/home/you/.config/opencode/opencode.json",
                        "C:\\Users\\you\\.config\\opencode\\opencode.json"),
+    catalog.GEMINI: ("/Users/you/.gemini/settings.json", "/home/you/.gemini/settings.json",
+                     "C:\\Users\\you\\.gemini\\settings.json"),
+    catalog.QWEN: ("/Users/you/.qwen/settings.json", "/home/you/.qwen/settings.json",
+                   "C:\\Users\\you\\.qwen\\settings.json"),
+    catalog.COPILOT: ("/Users/you/.copilot/mcp-config.json", "/home/you/.copilot/mcp-config.json",
+                      "C:\\Users\\you\\.copilot\\mcp-config.json"),
 }
 
 
@@ -69,13 +75,12 @@ def test_opencode_jsonc_is_used_when_that_is_the_file_there(tmp_path) -> None:
     assert catalog.opencode_config(host) == tmp_path / ".config/opencode/opencode.jsonc"
 
 
-def test_new_clients_are_detected_by_their_own_directory() -> None:
-    for name, detect in ((catalog.CLINE, catalog.cline_dir), (catalog.ZED, catalog.zed_dir),
-                         (catalog.OPENCODE, catalog.opencode_dir)):
-        client = catalog.JSON_CLIENTS[name]
-        assert client.detect is detect
+def test_every_client_is_detected_by_a_directory_that_holds_its_config() -> None:
+    for name, detect in catalog.DETECT_DIRS.items():
+        if name == catalog.CLAUDE_CODE:  # ~/.claude.json sits beside ~/.claude
+            continue
         for host in (MAC, LINUX, WIN):
-            assert str(client.path(host)).startswith(str(detect(host)))
+            assert str(catalog.CONFIG_PATHS[name](host)).startswith(str(detect(host))), (name, host)
 
 
 def test_windows_appdata_defaults_under_the_profile() -> None:

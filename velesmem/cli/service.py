@@ -6,9 +6,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from velesmem.config import ENV_PREFIX
 from velesmem.service.options import add_daemon_options, add_summary_option, record
+
+if TYPE_CHECKING:
+    from velesmem.service.spec import DaemonSpec
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -70,7 +74,7 @@ def _install(args: argparse.Namespace) -> int:
         return 1
     for path in report.written:
         print(f"wrote {path}")
-    where = f"{spec.url} ({report.manager}; store {spec.store}; embedder {spec.embedder})"
+    where = f"{spec.url} ({report.manager}; store {spec.store})"
     if not report.health.ok:
         said = report.daemon_error
         print(f"daemon {report.action} but /health did not answer: {report.health.detail}", file=sys.stderr)
@@ -82,11 +86,30 @@ def _install(args: argparse.Namespace) -> int:
             print(f"the daemon wrote nothing; its log: {manager.log_hint()}", file=sys.stderr)
         record(args, "failed", f"daemon {where}", f"{said or report.health.detail}; log: {manager.log_hint()}")
         return 1
+    where = f"{spec.url} ({report.manager}; store {spec.store}; embedder {_store_embedder(spec)})"
     print(f"daemon {report.action}: {where}")
     record(args, "done" if report.action != "unchanged" else "skipped",
            f"daemon {report.action}: {where}", "already running with these settings"
            if report.action == "unchanged" else "")
     return 0
+
+
+def _store_embedder(spec: DaemonSpec) -> str:
+    """The embedder the running daemon's store really uses (its memory_status), not the option."""
+    import os
+
+    from velesmem.service.mcpprobe import McpProbeError, call_tool
+
+    try:
+        status = call_tool(spec.url, spec.ca_cert, "memory_status",
+                           token=os.environ.get(f"{ENV_PREFIX}AUTH_TOKEN", ""))
+    except (McpProbeError, OSError, ValueError) as exc:
+        asked = spec.embedder or "the store's own"
+        return f"{asked} (memory_status did not answer: {exc})"
+    embedder = status.get("embedder") or {}
+    model = embedder.get("model") or embedder.get("name") or "unknown"
+    dims = embedder.get("dimension")
+    return f"{model}" + (f", {dims} dims" if dims else "")
 
 
 def _uninstall(args: argparse.Namespace) -> int:

@@ -1,4 +1,7 @@
-"""``velesdb-memory wire``: point every MCP client at the daemon (or ``--uninstall`` our entries).
+"""``velesdb-memory wire``: point every installed MCP client at the daemon (or ``--uninstall`` our
+entries). The default entry is the stdio form (the absolute path of this velesdb-memory, which
+attaches to the daemon and verifies its CA itself); ``--transport http`` writes the HTTPS URL and
+prints the CA variable each client's runtime reads. Clients not on this machine are left alone.
 
 Each config file is backed up as ``<file>.bak.<epoch>`` before a change, merged without touching
 other keys, written atomically; an unparsable file is left byte-identical and reported (a warning,
@@ -16,7 +19,7 @@ import re
 import sys
 
 from velesmem import limits
-from velesmem.clients.catalog import CLIENTS, SERVER_NAME
+from velesmem.clients.catalog import CLIENTS, SERVER_NAME, STDIO, TRANSPORTS
 from velesmem.service.options import add_daemon_options, add_summary_option, record
 
 
@@ -42,11 +45,15 @@ def _token(raw: str) -> str:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("wire", help="point Claude Code/Desktop, Codex, Cursor, Windsurf, "
-                                   "Devin CLI, Cline, Zed and opencode at the daemon", description=__doc__)
+                                   "Devin CLI, Cline, Zed, opencode, Gemini CLI, Qwen Code and Copilot "
+                                   "CLI at the daemon", description=__doc__)
     add_daemon_options(parser, full=False)
     parser.add_argument("--url", default=None, help="daemon URL (default https://127.0.0.1:<port>/mcp)")
     parser.add_argument("--skip-client", action="append", type=_client_names, default=[],
                         metavar="NAME", help=f"leave a client alone (repeatable): {', '.join(CLIENTS)}")
+    parser.add_argument("--transport", choices=TRANSPORTS, default=STDIO,
+                        help="stdio (default): each client runs velesdb-memory, which attaches to the "
+                        "daemon; http: each client connects to the HTTPS URL and must trust the CA")
     parser.add_argument("--uninstall", action="store_true", help="remove only our entry from each client")
     parser.add_argument("--token", type=_token, default=None, metavar="TOKEN",
                         help="bearer token each client sends (velesdb-memory token create; - "
@@ -69,9 +76,14 @@ def _wire(args: argparse.Namespace) -> int:
         uninstall=args.uninstall,
         hooks=args.hooks,
         token=args.token or "",
+        transport=args.transport,
     )
     if args.uninstall:
         print(f"removing our entry ({SERVER_NAME}, for {request.url}) from every client")
+    elif request.stdio:
+        print(f"wiring clients to run {request.command or 'velesdb-memory (not found)'} over stdio, "
+              f"which attaches to the daemon at {request.url}"
+              + (" with a bearer token" if args.token else ""))
     else:
         print(f"wiring clients to {request.url}" + (" with a bearer token" if args.token else ""))
     outcomes = wire_clients(request, Host.current())

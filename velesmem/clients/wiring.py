@@ -1,4 +1,10 @@
-"""Wire (or unwire) every client to the daemon's URL and report one Outcome per client.
+"""Wire (or unwire) every installed client to the daemon and report one Outcome per client.
+
+By default each client gets the stdio entry (``catalog.CONNECTIONS``): the absolute path of the
+installed ``velesdb-memory``, which attaches to the daemon. ``transport="http"`` writes the HTTPS
+URL instead, with the CA variable the client's runtime reads in the Outcome. A client that is not
+installed (no CLI on PATH, no config directory) is skipped; ``--uninstall`` deletes a config file
+that held nothing but our entry.
 
 File-based clients are merged through ``velesmem.clients.files`` / ``tomlfile``; Claude Code and
 Codex go through their own CLIs when present; Claude Desktop gets the mcp-remote stdio bridge,
@@ -12,8 +18,11 @@ made readable by its owner only, and the token never appears in an Outcome.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
+import tomllib
 import subprocess
 import sys
 import time
@@ -24,7 +33,9 @@ from typing import Any
 
 from velesmem.clients import catalog, claude_hooks, node
 from velesmem.clients.catalog import SERVER_NAME
-from velesmem.clients.files import ConfigRefused, get_json_entry, remove_json_entry, upsert_json_entry
+from velesmem.clients import jsonc
+from velesmem.clients.files import (ConfigRefused, get_json_entry, read_bytes, remove_json_entry,
+                                    upsert_json_entry)
 from velesmem.clients.host import Host
 from velesmem.clients.jsonc import Location, get_jsonc_entry, remove_jsonc_entry, upsert_jsonc_entry
 from velesmem.clients.outcome import Outcome
@@ -45,6 +56,17 @@ class WireRequest:
     hooks: bool = True  # Claude Code's session hooks in ~/.claude/settings.json (with claude-code)
     hook_python: str = field(default_factory=lambda: sys.executable)  # what the hooks run
     token: str = field(default="", repr=False)  # a bearer token to send (velesdb-memory token)
+    transport: str = catalog.STDIO  # stdio (the default) or http: the entry file-based clients get
+    command: str = field(default_factory=lambda: catalog.stdio_command() or "")  # the stdio entry
+
+    @property
+    def stdio(self) -> bool:
+        return self.transport == catalog.STDIO
+
+    @property
+    def target(self) -> str:
+        """What our entry points at: the stdio command, or the URL."""
+        return self.command if self.stdio else self.url
 
     @property
     def health_url(self) -> str:
@@ -62,7 +84,7 @@ def wire_clients(request: WireRequest, host: Host | None = None,
             outcomes.append(Outcome(name, "skipped", "--skip-client"))
             continue
         try:
-            outcomes.append(_STEPS[name](request, host, clock))
+            outcomes.append(_step(name, request, host, clock))
         except ConfigRefused as exc:
             path = str(catalog.CONFIG_PATHS[name](host))
             outcomes.append(Outcome(name, "refused", exc.message, path=path))
@@ -74,7 +96,18 @@ def wire_clients(request: WireRequest, host: Host | None = None,
     return outcomes
 
 
+NO_COMMAND = ("no velesdb-memory script beside this Python (the stdio entry must be its absolute "
+              "path): run the installed velesdb-memory, or wire --transport http")
 CLAUDE_HOOKS = "claude-code-hooks"  # reported after claude-code, skipped with it
+
+
+def _step(name: str, request: WireRequest, host: Host, clock: Callable[[], float]) -> Outcome:
+    """One client's wiring, once we know it is on this machine and have a command to write."""
+    if not request.uninstall and not installed(name, host):
+        return Outcome(name, "skipped", f"not installed ({absence(name, host)})")
+    if not request.uninstall and request.stdio and not request.command and name != catalog.CLAUDE_DESKTOP:
+        return Outcome(name, "failed", NO_COMMAND)
+    return _STEPS[name](request, host, clock)
 
 
 def _claude_code_hooks(request: WireRequest, host: Host, clock: Callable[[], float]) -> Outcome:
@@ -117,6 +150,53 @@ def _private(path: Path) -> None:
         os.chmod(path, mode & 0o700)
 
 
+def _token_of(auth: str | None) -> str:
+    """The bare token of an Authorization value ("" without one)."""
+    return auth.partition(" ")[2] if auth else ""
+
+
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def _only_ours_left(path: Path, key: str, envelope: dict[str, Any], toml: bool = False) -> bool:
+    """After our entry's removal: the file holds nothing else (an empty server table, the
+    envelope we start files with, no comments) — an empty shell we leave nobody."""
+    raw = read_bytes(path)
+    if raw is None:
+        return False
+    text = raw.decode("utf-8-sig", errors="replace")
+    try:
+        if toml:
+            if any(line.strip().startswith("#") for line in text.splitlines()):
+                return False
+            data: Any = tomllib.loads(text)
+        else:
+            bare = _STRINGS.sub('""', text)
+            if "//" in bare or "/*" in bare:
+                return False
+            data = jsonc.loads(text)
+    except (ValueError, tomllib.TOMLDecodeError):
+        return False
+    if not isinstance(data, dict):
+        return False
+    rest = {k: v for k, v in data.items()
+            if not (k in envelope and envelope[k] == v) and not (k == key and v == {})}
+    return not rest
+
+
+def _removed(name: str, path: Path, result: tuple[str, Path | None], key: str = "mcpServers",
+             envelope: dict[str, Any] | None = None, toml: bool = False) -> Outcome:
+    """The Outcome of removing our entry; the file (and the backup of it) deleted when nothing
+    but our entry was in it."""
+    action, saved = result
+    if action == "removed" and _only_ours_left(path, key, envelope or {}, toml):
+        path.unlink()
+        if saved is not None:
+            saved.unlink(missing_ok=True)
+        return Outcome(name, "removed", "deleted the file: it held only our entry", path=str(path))
+    return _file_outcome(name, path, result)
+
+
 def _redact(text: str, auth: str | None) -> str:
     """``text`` with the token of ``auth`` replaced by ``<token>``."""
     secret = auth.partition(" ")[2] if auth else ""
@@ -135,11 +215,14 @@ def _json_wire(client: catalog.JsonClient, request: WireRequest, host: Host,
     if request.uninstall:
         removed = (remove_jsonc_entry(path, where, clock=clock) if client.jsonc
                    else remove_json_entry(path, SERVER_NAME, key=client.key, clock=clock))
-        return _file_outcome(name, path, removed)
-    if client.detect is not None and not host.local(client.detect(host)).is_dir():
-        return Outcome(name, "skipped", f"not installed (no {client.detect(host)})")
+        return _removed(name, path, removed, client.key, client.envelope)
     auth = _auth(request, read_entry(name, host))
-    entry = catalog.with_headers(client.entry(request.url), auth)
+    if request.stdio:
+        entry = catalog.stdio_entry(name, request.command, _token_of(auth))
+        hint = client.hint
+    else:
+        entry = catalog.with_headers(client.entry(request.url), auth)
+        hint = "; ".join(filter(None, [catalog.trust_hint(name, request.ca_cert), client.hint]))
     if auth:
         _private(path)
     if client.jsonc:
@@ -147,8 +230,7 @@ def _json_wire(client: catalog.JsonClient, request: WireRequest, host: Host,
     else:
         result = upsert_json_entry(path, SERVER_NAME, entry, key=client.key, envelope=client.envelope,
                                    clock=clock)
-    hint = client.hint.replace("{ca}", request.ca_cert) if result[0] != "unchanged" else ""
-    return _file_outcome(name, path, result, hint)
+    return _file_outcome(name, path, result, hint if result[0] != "unchanged" else "")
 
 
 def read_entry(name: str, host: Host) -> Any:
@@ -167,7 +249,7 @@ def _claude_desktop(request: WireRequest, host: Host, clock: Callable[[], float]
     name = catalog.CLAUDE_DESKTOP
     path = host.local(catalog.claude_desktop_config(host))
     if request.uninstall:
-        return _file_outcome(name, path, remove_json_entry(path, SERVER_NAME, clock=clock))
+        return _removed(name, path, remove_json_entry(path, SERVER_NAME, clock=clock))
     if host.env.get(INSECURE_ENV) == "0":
         return Outcome(name, "refused", f"{INSECURE_ENV}=0 is set, which turns TLS verification off; "
                        f"unset it and re-run (the bridge verifies against the local CA instead)",
@@ -239,7 +321,7 @@ def _via_cli(name: str, request: WireRequest, host: Host, cli: str | None, curre
             return Outcome(name, "skipped", f"its CLI is not on PATH; remove by hand: {' '.join(remove)}")
         problem = _run_cli([cli, *remove[1:]], host)
         return Outcome(name, "failed", problem) if problem else Outcome(name, "removed", path=str(path))
-    if catalog.entry_url(current) == request.url and catalog.entry_auth(current) == auth:
+    if catalog.entry_target(current) == request.target and catalog.entry_auth(current) == auth:
         return Outcome(name, "unchanged", path=str(path))
     if cli is None:
         shown = " ".join(f'"{a}"' if " " in a else a for a in add)
@@ -262,15 +344,23 @@ def _which(host: Host, name: str) -> str | None:
 def _claude_code(request: WireRequest, host: Host, clock: Callable[[], float]) -> Outcome:
     path = host.local(catalog.claude_code_config(host))
     current = get_json_entry(path, SERVER_NAME)
-    add = ["claude", "mcp", "add", "--transport", "http", "--scope", "user", SERVER_NAME, request.url]
     auth = None if request.uninstall else _auth(request, current)
-    if auth:  # last: Claude Code's --header takes several values
-        add += ["--header", f"{catalog.AUTH_HEADER}: {auth}"]
+    add = claude_add_command(request, auth)
     remove = ["claude", "mcp", "remove", "--scope", "user", SERVER_NAME]
-    hint = (f"Claude Code is a Node app: if it reports a certificate error, "
-            f"export NODE_EXTRA_CA_CERTS={request.ca_cert}")
+    hint = "" if request.stdio else catalog.trust_hint(catalog.CLAUDE_CODE, request.ca_cert)
     return _via_cli(catalog.CLAUDE_CODE, request, host, _which(host, "claude"), current, add, remove,
                     path, hint, auth)
+
+
+def claude_add_command(request: WireRequest, auth: str | None = None) -> list[str]:
+    """The ``claude mcp add`` line that writes our user-scope entry (stdio by default)."""
+    if request.stdio:
+        env = ["-e", f"{catalog.AUTH_TOKEN_ENV}={_token_of(auth)}"] if auth else []
+        return ["claude", "mcp", "add", "--scope", "user", SERVER_NAME, *env, "--", request.command]
+    add = ["claude", "mcp", "add", "--transport", "http", "--scope", "user", SERVER_NAME, request.url]
+    if auth:  # last: Claude Code's --header takes several values
+        add += ["--header", f"{catalog.AUTH_HEADER}: {auth}"]
+    return add
 
 
 def _codex(request: WireRequest, host: Host, clock: Callable[[], float]) -> Outcome:
@@ -283,16 +373,20 @@ def _codex(request: WireRequest, host: Host, clock: Callable[[], float]) -> Outc
     # ourselves, same rules as the JSON files.
     if cli is None or auth:
         if request.uninstall:
-            return _file_outcome(name, path, remove_toml_entry(path, SERVER_NAME, clock=clock))
-        if catalog.entry_url(current) == request.url and catalog.entry_auth(current) == auth:
+            return _removed(name, path, remove_toml_entry(path, SERVER_NAME, clock=clock), toml=True)
+        if catalog.entry_target(current) == request.target and catalog.entry_auth(current) == auth:
             return Outcome(name, "unchanged", path=str(path))
         if auth:
             _private(path)
-        entry = catalog.codex_entry(request.url, auth)
-        return _file_outcome(name, path, upsert_toml_entry(path, SERVER_NAME, entry, clock=clock))
-    add = ["codex", "mcp", "add", SERVER_NAME, "--url", request.url]
+        entry = (catalog.stdio_entry(name, request.command, _token_of(auth)) if request.stdio
+                 else catalog.codex_entry(request.url, auth))
+        return _file_outcome(name, path, upsert_toml_entry(path, SERVER_NAME, entry, clock=clock),
+                             "" if request.stdio else catalog.trust_hint(name, request.ca_cert))
+    add = (["codex", "mcp", "add", SERVER_NAME, "--", request.command] if request.stdio
+           else ["codex", "mcp", "add", SERVER_NAME, "--url", request.url])
     remove = ["codex", "mcp", "remove", SERVER_NAME]
-    return _via_cli(name, request, host, cli, current, add, remove, path, "")
+    return _via_cli(name, request, host, cli, current, add, remove, path,
+                    "" if request.stdio else catalog.trust_hint(name, request.ca_cert))
 
 
 _STEPS: dict[str, Callable[[WireRequest, Host, Callable[[], float]], Outcome]] = {
@@ -304,11 +398,36 @@ _STEPS: dict[str, Callable[[WireRequest, Host, Callable[[], float]], Outcome]] =
 
 
 def installed(name: str, host: Host) -> bool:
-    """False for a client we detect by its directory when that directory is absent."""
-    client = catalog.JSON_CLIENTS.get(name)
-    if client is None or client.detect is None:
-        return True
-    return host.local(client.detect(host)).is_dir() or host.local(client.path(host)).exists()
+    """The client is on this machine: its CLI on PATH, its config directory, or its config file."""
+    if name == catalog.CLAUDE_CODE:
+        return claude_hooks.claude_code_present(host, lambda n: _which(host, n))
+    cli = catalog.CONNECTIONS[name].cli
+    return ((cli is not None and _which(host, cli) is not None)
+            or host.local(catalog.DETECT_DIRS[name](host)).is_dir()
+            or host.local(catalog.CONFIG_PATHS[name](host)).exists())
+
+
+def absence(name: str, host: Host) -> str:
+    """Why ``installed`` said no, in the user's words."""
+    cli = catalog.CONNECTIONS[name].cli
+    where = catalog.DETECT_DIRS[name](host)
+    if name == catalog.CLAUDE_CODE:
+        return "no claude CLI on PATH, no ~/.claude.json"
+    return (f"no {cli} CLI on PATH, no {where}" if cli else f"no {where}")
+
+
+def wired_entries(host: Host, names: Iterable[str] = catalog.CLIENTS) -> dict[str, tuple[Any, str, str | None]]:
+    """Per installed client: (our entry or None, config path, error reading it or None)."""
+    report: dict[str, tuple[Any, str, str | None]] = {}
+    for name in names:
+        if not installed(name, host):
+            continue
+        path = host.local(catalog.CONFIG_PATHS[name](host))
+        try:
+            report[name] = (read_entry(name, host), str(path), None)
+        except ConfigRefused as exc:
+            report[name] = (None, str(path), exc.message)
+    return report
 
 
 def wired_urls(host: Host, names: Iterable[str] = catalog.CLIENTS) -> dict[str, tuple[str | None, str, str | None]]:

@@ -2,17 +2,18 @@
 
 Daemon up? (strict TLS against the CA) · its embedder and corpus (``memory_status`` over MCP) ·
 the CA trusted by Python (CA file, and the OS store) and by Node (``NODE_EXTRA_CA_CERTS``) ·
-each client wired, and to which URL.
+each installed client wired, and whether it really connects (its own CLI's model-free check,
+``velesmem.clients.probe``; "not verifiable" where it has none, never "ok" from the file alone).
 """
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from velesmem.clients import catalog, node
 from velesmem.clients.host import Host
-from velesmem.clients.wiring import wired_urls
 from velesmem.service import health
 from velesmem.service.managers import managers_for
 from velesmem.service.trust import is_trusted, manual_command
@@ -121,21 +122,57 @@ def _node(host: Host, url: str, ca: str) -> Check:
 
 
 def _clients(host: Host, url: str, ca: str) -> list[Check]:
+    from velesmem.clients.wiring import WireRequest, claude_add_command, wired_entries
+
+    command = catalog.stdio_command() or ""
     checks, unwired = [], []
-    for name, (wired, path, error) in wired_urls(host).items():
+    for name, (entry, path, error) in wired_entries(host).items():
         if error:
             checks.append(Check(FAIL, f"{name}: {error}", f"fix {path} by hand, then: velesdb-memory wire"))
-        elif wired is None:
-            unwired.append(name)
-        elif wired != url:
-            checks.append(Check(FAIL, f"{name}: wired to {wired}, but the daemon is {url} ({path})",
+            continue
+        if catalog.entry_target(entry) is None:
+            cli = catalog.CONNECTIONS[name].cli
+            if name == catalog.CLAUDE_CODE and cli and not shutil.which(cli, path=host.env.get("PATH", "")):
+                line = claude_add_command(WireRequest(url, ca, command=command))
+                checks.append(Check(INFO, f"{name}: not wired, and its `claude` CLI is not on PATH",
+                                    " ".join(line)))
+            else:
+                unwired.append(name)
+            continue
+        if name == catalog.CLAUDE_DESKTOP:
+            wired = catalog.entry_url(entry)
+            checks.append(_desktop_ca(host, name, path, url, ca) if wired == url else
+                          Check(FAIL, f"{name}: wired to {wired}, but the daemon is {url} ({path})",
                                 "velesdb-memory wire"))
-        else:
-            checks.append(_desktop_ca(host, name, path, url, ca))
+            continue
+        checks.append(_client(host, name, entry, path, url, ca))
     if unwired:
         checks.append(Check(INFO, f"not wired: {', '.join(unwired)}", "velesdb-memory wire "
                             "(or --skip-client them on purpose)"))
     return checks
+
+
+def _client(host: Host, name: str, entry: object, path: str, url: str, ca: str) -> Check:
+    """One wired client: its entry's target, then its own connection check."""
+    from velesmem.clients import probe
+
+    wired_url, command = catalog.entry_url(entry), catalog.entry_command(entry)
+    if wired_url is not None and wired_url != url:
+        return Check(FAIL, f"{name}: wired to {wired_url}, but the daemon is {url} ({path})",
+                     "velesdb-memory wire")
+    if command is not None and not Path(command).is_file():
+        return Check(FAIL, f"{name}: runs {command}, which does not exist ({path})", "velesdb-memory wire")
+    how = f"stdio {command}" if command else wired_url
+    result = probe.probe(name, host)
+    check = catalog.CONNECTIONS[name].check
+    if result.state == probe.CONNECTED:
+        return Check(OK, f"{name}: connected ({how}; `{check}`)")
+    if result.state == probe.FAILED:
+        fix = ("velesdb-memory wire (the default stdio entry connects whatever the client trusts), "
+               f"or: {catalog.trust_hint(name, ca)}" if wired_url else
+               "velesdb-memory wire; if it persists, run the client's check by hand: " + check)
+        return Check(FAIL, f"{name}: wired ({how}) but `{check}` says: {result.reason}", fix)
+    return Check(INFO, f"{name}: wired ({how}, {path}), not verifiable: {result.reason}")
 
 
 def _desktop_ca(host: Host, name: str, path: str, url: str, ca: str) -> Check:

@@ -8,8 +8,9 @@
     velesdb-memory service install   a per-user Scheduled Task \VelesDB\MemoryDaemon (no admin)
     velesdb-memory service wait      /health over strict TLS against the daemon's own CA
     velesdb-memory trust-ca          the CA in Cert:\CurrentUser\Root (thumbprint checked first)
-    velesdb-memory wire              Claude Code (and its session hooks), Codex, Claude Desktop,
-                                     Cursor, Windsurf, Devin CLI, Cline, Zed, opencode
+    velesdb-memory wire              the clients installed here: Claude Code (and its session hooks),
+                                     Codex, Claude Desktop, Cursor, Windsurf, Devin CLI, Cline, Zed,
+                                     opencode, Gemini CLI, Qwen Code, Copilot CLI (stdio entries)
     velesdb-memory skills install    the agent skills: ~\.claude\skills (read by opencode too), and
                                      ~\.agents\skills when Codex is installed
   `service install` also writes the installer record every later command reads the daemon's

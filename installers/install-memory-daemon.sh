@@ -7,8 +7,10 @@
 #                                    the installer record every later command reads its port from
 #   velesdb-memory service wait      /health over strict TLS against the daemon's own CA
 #   velesdb-memory trust-ca          the CA in the user's trust store (login keychain / NSS)
-#   velesdb-memory wire              Claude Code (and its session hooks), Codex, Claude Desktop, Cursor,
-#                                    Windsurf, Devin CLI, Cline, Zed, opencode
+#   velesdb-memory wire              the clients installed here (CLI on PATH or config dir present):
+#                                    Claude Code (and its session hooks), Codex, Claude Desktop, Cursor,
+#                                    Windsurf, Devin CLI, Cline, Zed, opencode, Gemini CLI, Qwen Code,
+#                                    Copilot CLI; each runs the installed velesdb-memory over stdio
 #   velesdb-memory skills install    the agent skills: ~/.claude/skills (read by opencode too), and
 #                                    ~/.agents/skills when Codex is installed
 # Re-running is idempotent. --uninstall removes the service and our client entries only: never the
@@ -21,7 +23,7 @@ SCRIPT_DIR=$(cd "$(dirname "$0")" && pwd)
 # The embedders velesmem knows (velesmem.config.EMBEDDERS; a test keeps the two lists equal). Checked
 # here too so a typo is refused before a virtual environment is made and pip runs.
 EMBEDDERS="hash local ollama openai"
-CLIENT_NAMES="claude-code, codex, claude-desktop, cursor, windsurf, devin, cline, zed, opencode"
+CLIENT_NAMES="claude-code, codex, claude-desktop, cursor, windsurf, devin, cline, zed, opencode, gemini, qwen, copilot"
 
 PORT=""
 STORE=""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -12,14 +13,21 @@ from installer_helpers import RunningDaemon, clean_env, find_tool, free_port
 
 pytestmark = pytest.mark.integration  # every test here starts a process
 
+# The code under test: a checkout on PYTHONPATH runs ahead of the installed package here too.
+OURS = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
+CMD = str(Path(sys.executable).parent / "velesdb-memory")
+
 
 def velesmem(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "velesmem", *args], env=clean_env(home, **env),
+    return subprocess.run([sys.executable, "-m", "velesmem", *args], env=clean_env(home, **OURS, **env),
                           capture_output=True, text=True, timeout=90, check=False, stdin=subprocess.DEVNULL)
 
 
 def test_doctor_on_a_healthy_wired_daemon(daemon: RunningDaemon) -> None:
     common = ("--port", str(daemon.port), "--tls-dir", str(daemon.tls_dir))
+    for folder in (".cursor", ".codeium/windsurf", ".config/devin", ".codex", ".config/Claude"):
+        (daemon.home / folder).mkdir(parents=True, exist_ok=True)  # these clients are installed
+    (daemon.home / ".claude.json").write_text("{}")  # Claude Code too, but not its CLI
     wired = velesmem(daemon.home, "wire", *common, "--skip-client", "claude-code")
     assert wired.returncode == 0, wired.stdout + wired.stderr
     done = velesmem(daemon.home, "doctor", *common)
@@ -34,9 +42,12 @@ def test_doctor_on_a_healthy_wired_daemon(daemon: RunningDaemon) -> None:
     else:
         assert "cannot tell whether the NSS database" in out and "libnss3-tools" in out
     assert "[ ok ] Node trusts the CA via NODE_EXTRA_CA_CERTS" in out
-    for client in ("cursor", "windsurf", "devin", "codex", "claude-desktop"):
-        assert f"[ ok ] {client}: wired to {url}" in out
-    assert "not wired: claude-code" in out
+    for client in ("cursor", "windsurf", "devin"):  # no CLI check of their own: never "ok"
+        assert f"[ -- ] {client}: wired (stdio {CMD}" in out and f"[ ok ] {client}" not in out
+    assert "[ -- ] codex: wired" in out and "`codex` is not on PATH" in out
+    assert f"[ ok ] claude-desktop: wired to {url}" in out
+    assert "[ -- ] claude-code: not wired, and its `claude` CLI is not on PATH" in out
+    assert f"fix: claude mcp add --scope user velesdb-memory -- {CMD}" in out
     assert "no problems found" in out
     assert len(out.splitlines()) <= 24  # one screen
 

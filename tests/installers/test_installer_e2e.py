@@ -27,6 +27,10 @@ from velesmem.clients.jsonc import loads as jsonc_loads
 pytestmark = pytest.mark.integration  # every test here starts a process
 
 URL_T = "https://127.0.0.1:{port}/mcp"
+# The code under test: a checkout on PYTHONPATH runs ahead of the installed package here too.
+OURS = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
+CMD = str(Path(sys.executable).parent / "velesdb-memory")  # what every stdio entry runs
+STDIO = {"command": CMD, "args": []}
 CODEX_ORIGINAL = 'model = "o3"  # mine\n\n[mcp_servers.other]\ncommand = "other"\n'
 CURSOR_ORIGINAL = {"editor.theme": "dark", "mcpServers": {"other": {"command": "/bin/other"}}}
 ZED_ORIGINAL = '// Zed settings\n{\n  "theme": "One Dark", // mine\n  "vim_mode": true,\n}\n'
@@ -79,7 +83,7 @@ class Install:
 
     def velesmem(self, *args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
         """A command as the user types it: no flag, no VELESDB_MEMORY_* variable."""
-        return subprocess.run([sys.executable, "-m", "velesmem", *args], env=clean_env(self.home),
+        return subprocess.run([sys.executable, "-m", "velesmem", *args], env=clean_env(self.home, **OURS),
                               capture_output=True, text=True, timeout=timeout, check=False,
                               stdin=subprocess.DEVNULL)
 
@@ -103,8 +107,9 @@ def install(tmp_path_factory: pytest.TempPathFactory):
     (home / ".codex/config.toml").write_text(CODEX_ORIGINAL)
     (home / ".config/zed").mkdir(parents=True)  # Zed is installed; Cline and opencode are not
     (home / ".config/zed/settings.json").write_text(ZED_ORIGINAL)
+    (home / ".config/Claude").mkdir()  # Claude Desktop is installed; Windsurf and Devin CLI are not
     port = free_port()
-    first = run_installer(home, f"--port={port}", "--yes", "--ttl", "86400")
+    first = run_installer(home, f"--port={port}", "--yes", "--ttl", "86400", **OURS)
     try:
         yield Install(home, port, first)
     finally:
@@ -147,15 +152,17 @@ def test_first_run_starts_the_daemon_and_wires_every_installed_client(install: I
     assert health_ok(install.port, install.ca)
     out = install.first.stdout
     assert "summary" in out and "daemon started" in out and "CA trust in the NSS database" in out
-    assert "client claude-code — `claude` CLI not found" in out  # skipped, and why
+    said = next(line for line in out.splitlines() if "daemon started: " in line)
+    assert "embedder None" not in said and "did not answer" not in said, said  # the store's real one
+    assert " dims)" in said, said
+    assert "client claude-code — not installed" in out  # skipped, and why
     assert "client cline — not installed" in out and "client opencode — not installed" in out
+    assert "client windsurf — not installed" in out and "client gemini — not installed" in out
     url = install.url
     configs = install.configs()
     assert json.loads(configs["cursor"].read_text()) == {
-        **CURSOR_ORIGINAL, "mcpServers": {**CURSOR_ORIGINAL["mcpServers"], "velesdb-memory": {"type": "http", "url": url}}}
-    assert json.loads(configs["windsurf"].read_text()) == {"mcpServers": {"velesdb-memory": {"serverUrl": url}}}
-    assert json.loads(configs["devin"].read_text()) == {
-        "version": 1, "mcpServers": {"velesdb-memory": {"url": url, "transport": "http"}}}
+        **CURSOR_ORIGINAL, "mcpServers": {**CURSOR_ORIGINAL["mcpServers"], "velesdb-memory": STDIO}}
+    assert not (install.home / ".codeium").exists() and not (install.home / ".config/devin").exists()
     desktop = json.loads(configs["claude-desktop"].read_text())["mcpServers"]["velesdb-memory"]
     node_dir = os.path.dirname(require("node"))
     assert desktop["command"] == os.path.join(node_dir, "npx")
@@ -163,11 +170,11 @@ def test_first_run_starts_the_daemon_and_wires_every_installed_client(install: I
     assert desktop["env"]["NODE_EXTRA_CA_CERTS"] == str(install.ca)
     assert desktop["env"]["PATH"].split(":")[0] == node_dir
     codex = tomllib.loads(configs["codex"].read_text())
-    assert codex["mcp_servers"] == {"other": {"command": "other"}, "velesdb-memory": {"url": url}}
+    assert codex["mcp_servers"] == {"other": {"command": "other"}, "velesdb-memory": STDIO}
     assert codex["model"] == "o3" and "# mine" in configs["codex"].read_text()
     zed = configs["zed"].read_text()
     assert jsonc_loads(zed) == {"theme": "One Dark", "vim_mode": True,
-                                "context_servers": {"velesdb-memory": {"url": url}}}
+                                "context_servers": {"velesdb-memory": STDIO}}
     assert "// Zed settings" in zed and "// mine" in zed
     assert not (install.home / ".config/opencode").exists()
     # the pre-existing files were backed up before the change, with their original bytes
@@ -210,7 +217,7 @@ def test_every_command_finds_the_installed_daemon_with_no_flag(install: Install)
     assert f"https://127.0.0.1:{install.port}/mcp" in doctor.stdout.splitlines()[0]
     assert f"installer record {install.record}" in doctor.stdout
     assert f"[ ok ] daemon answers https://127.0.0.1:{install.port}/health" in doctor.stdout
-    assert f"[ ok ] cursor: wired to {install.url}" in doctor.stdout
+    assert f"[ -- ] cursor: wired (stdio {CMD}" in doctor.stdout and "not verifiable" in doctor.stdout
     assert ":18090" not in doctor.stdout
 
     status = install.velesmem("service", "status")
@@ -219,7 +226,7 @@ def test_every_command_finds_the_installed_daemon_with_no_flag(install: Install)
 
     wired = install.velesmem("wire")
     assert wired.returncode == 0, wired.stdout + wired.stderr
-    assert f"wiring clients to {install.url}" in wired.stdout
+    assert f"wiring clients to run {CMD} over stdio, which attaches to the daemon at {install.url}" in wired.stdout
     assert "added" not in wired.stdout and "updated" not in wired.stdout
 
     store = install.velesmem("status")  # the daemon holds the store: asked over MCP instead
@@ -252,7 +259,7 @@ def test_a_stdio_client_with_no_variable_attaches_to_the_installed_daemon(instal
 
 def test_second_run_changes_nothing_and_adds_no_backup(install: Install) -> None:
     before, pid = install.snapshot(), install.pid()
-    again = run_installer(install.home, f"--port={install.port}", "--yes", "--ttl", "86400")
+    again = run_installer(install.home, f"--port={install.port}", "--yes", "--ttl", "86400", **OURS)
     install.runs["second"] = again
     assert again.returncode == 0, again.stdout + again.stderr
     assert install.snapshot() == before
@@ -294,26 +301,27 @@ def test_claude_desktop_entry_answers_tools_list_through_the_real_daemon(install
 
 
 def test_invalid_json_is_left_byte_identical_and_reported_without_failing(install: Install) -> None:
-    windsurf = install.configs()["windsurf"]
-    good = windsurf.read_bytes()
-    windsurf.write_bytes(b'{"mcpServers": {,}')
+    cursor = install.configs()["cursor"]
+    good = cursor.read_bytes()
+    backups = sorted(cursor.parent.glob("mcp.json.bak.*"))
+    cursor.write_bytes(b'{"mcpServers": {,}')
     try:
-        run = run_installer(install.home, "--wire-only", "--yes")
+        run = run_installer(install.home, "--wire-only", "--yes", **OURS)
         assert run.returncode == 0, run.stdout + run.stderr  # everything asked was done
-        assert windsurf.read_bytes() == b'{"mcpServers": {,}'
-        assert not list(windsurf.parent.glob("mcp_config.json.bak.*"))
-        assert "windsurf" in run.stdout and "is not valid JSON" in run.stdout
-        assert "warning  client windsurf" in run.stdout
-        assert f"wiring clients to {install.url}" in run.stdout  # --wire-only found the port too
+        assert cursor.read_bytes() == b'{"mcpServers": {,}'
+        assert sorted(cursor.parent.glob("mcp.json.bak.*")) == backups
+        assert "cursor" in run.stdout and "is not valid JSON" in run.stdout
+        assert "warning  client cursor" in run.stdout
+        assert f"attaches to the daemon at {install.url}" in run.stdout  # --wire-only found the port too
     finally:
-        windsurf.write_bytes(good)
+        cursor.write_bytes(good)
 
 
 def test_new_port_restarts_the_daemon_and_rewires_every_client(install: Install) -> None:
     old_port, old_pid = install.port, install.pid()
     new_port = free_port()
     path = f"{install.bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"
-    run = run_installer(install.home, f"--port={new_port}", "--yes", "--ttl", "86400", PATH=path)
+    run = run_installer(install.home, f"--port={new_port}", "--yes", "--ttl", "86400", PATH=path, **OURS)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "daemon restarted" in run.stdout
     assert "next: velesdb-memory doctor" in run.stdout  # ~/.local/bin is on this PATH
@@ -321,18 +329,18 @@ def test_new_port_restarts_the_daemon_and_rewires_every_client(install: Install)
     assert install.pid() != old_pid
     assert health_ok(new_port, install.ca) and not health_ok(old_port, install.ca)
     configs = install.configs()
-    assert json.loads(configs["windsurf"].read_text())["mcpServers"]["velesdb-memory"]["serverUrl"] == install.url
     desktop = json.loads(configs["claude-desktop"].read_text())["mcpServers"]["velesdb-memory"]
-    assert install.url in desktop["args"]
-    assert tomllib.loads(configs["codex"].read_text())["mcp_servers"]["velesdb-memory"] == {"url": install.url}
-    assert jsonc_loads(configs["zed"].read_text())["context_servers"]["velesdb-memory"] == {"url": install.url}
-    assert len(list(configs["windsurf"].parent.glob("mcp_config.json.bak.*"))) == 1  # backed up once
+    assert install.url in desktop["args"]  # the bridge names the URL: rewired
+    # the stdio entries name no port (the command finds the daemon through the install record)
+    assert tomllib.loads(configs["codex"].read_text())["mcp_servers"]["velesdb-memory"] == STDIO
+    assert jsonc_loads(configs["zed"].read_text())["context_servers"]["velesdb-memory"] == STDIO
+    assert len(list(configs["cursor"].parent.glob("mcp.json.bak.*"))) == 1  # backed up once
     assert json.loads(install.record.read_text())["settings"]["VELESDB_MEMORY_HTTP_BIND"] == f"127.0.0.1:{new_port}"
 
 
 def test_a_rerun_without_port_keeps_the_installed_port(install: Install) -> None:
     pid = install.pid()
-    run = run_installer(install.home, "--yes", "--ttl", "86400")
+    run = run_installer(install.home, "--yes", "--ttl", "86400", **OURS)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "daemon unchanged" in run.stdout and install.pid() == pid
     assert f"https://127.0.0.1:{install.port}/mcp" in run.stdout
@@ -344,20 +352,18 @@ def test_doctor_sees_the_installed_service_and_clients(install: Install) -> None
     assert f"[ ok ] service: background (pid {install.pid()}" in done.stdout
     assert f"store {install.home / '.velesdb-memory'}" in done.stdout
     assert f"[ ok ] claude-desktop: wired to {install.url}" in done.stdout
-    assert f"[ ok ] zed: wired to {install.url}" in done.stdout
+    assert f"[ -- ] zed: wired (stdio {CMD}" in done.stdout  # Zed has no CLI check: not "ok"
 
 
 def test_uninstall_removes_exactly_our_entries_and_keeps_store_and_ca(install: Install) -> None:
-    run = run_installer(install.home, "--uninstall", "--yes")
+    run = run_installer(install.home, "--uninstall", "--yes", **OURS)
     install.runs["uninstall"] = run
     assert run.returncode == 0, run.stdout + run.stderr
     assert f"(it served https://127.0.0.1:{install.port}/mcp)" in run.stdout  # the right port, named
     assert f"for {install.url}" in run.stdout and ":18090" not in run.stdout
     configs = install.configs()
     assert json.loads(configs["cursor"].read_text()) == CURSOR_ORIGINAL
-    assert json.loads(configs["windsurf"].read_text()) == {"mcpServers": {}}
-    assert json.loads(configs["devin"].read_text()) == {"version": 1, "mcpServers": {}}
-    assert json.loads(configs["claude-desktop"].read_text()) == {"mcpServers": {}}
+    assert not configs["claude-desktop"].exists()  # it held only our entry: no empty shell left
     assert configs["codex"].read_text() == CODEX_ORIGINAL
     zed = jsonc_loads(configs["zed"].read_text())
     assert zed.get("context_servers", {}) == {} and zed["theme"] == "One Dark" and "// mine" in configs["zed"].read_text()

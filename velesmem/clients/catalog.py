@@ -77,7 +77,7 @@ CONNECTIONS: dict[str, Connection] = {
                          "opencode mcp list"),
     GEMINI: Connection(STDIO, "Node 20", ("NODE_EXTRA_CA_CERTS",), "gemini", "gemini mcp list"),
     QWEN: Connection(STDIO, "Node 20", ("NODE_EXTRA_CA_CERTS",), "qwen", "qwen mcp list"),
-    COPILOT: Connection(STDIO, "native (Node SEA)", ("NODE_EXTRA_CA_CERTS",), "copilot"),
+    COPILOT: Connection(STDIO, "native", ("NODE_EXTRA_CA_CERTS",), "copilot"),
 }
 CLINE_EXTENSION = "saoudrizwan.claude-dev"  # Cline's VS Code extension id: its global storage dir
 

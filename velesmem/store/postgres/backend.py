@@ -33,6 +33,7 @@ from velesmem.store.postgres import jobs, spaces, watch, writes
 from velesmem.store.postgres.connection import (
     APPLICATION,
     CONNECT_TIMEOUT_S,
+    TCP_OPTIONS,
     Keys,
     configure,
     connect,
@@ -170,7 +171,7 @@ class PostgresStore:
             pool: ConnectionPool[Any] = ConnectionPool(
                 self.url, min_size=POOL_MIN, max_size=POOL_MAX, open=False, name=APPLICATION,
                 kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S,
-                        "application_name": APPLICATION},
+                        "application_name": APPLICATION, **TCP_OPTIONS},
                 configure=configure, timeout=POOL_TIMEOUT_S)
             try:
                 pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)

@@ -25,6 +25,12 @@ INT8_OID = 20
 INT8_ARRAY_OID = 1016
 EF_SEARCH = 100  # HNSW candidate list per query (pgvector's default is 40)
 APPLICATION = "velesmem"
+# Over TCP, a server that vanished without closing its connections (a host down, a network
+# partition) is noticed within seconds, not at the kernel's retransmission timeout (minutes):
+# unacknowledged data fails after 5 s, an idle connection is probed after 5 s, twice, 2 s apart.
+# (Ignored on Unix sockets, where a stopped server closes the socket.)
+TCP_OPTIONS: dict[str, Any] = {"keepalives": 1, "keepalives_idle": 5, "keepalives_interval": 2,
+                               "keepalives_count": 2, "tcp_user_timeout": 5_000}
 
 
 def redact(url: str) -> str:
@@ -98,7 +104,7 @@ def connect(url: str) -> psycopg.Connection[Any]:
     """One autocommit connection, without the store's adapters (see ``configure``)."""
     try:
         return psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
-                               application_name=APPLICATION)
+                               application_name=APPLICATION, **TCP_OPTIONS)
     except psycopg.Error as exc:
         raise unreachable(url, exc) from None
 
@@ -121,5 +127,6 @@ def failed(location: str, exc: psycopg.Error) -> Internal:
     return Internal(f"the PostgreSQL store {location} failed: {detail}. Nothing was changed")
 
 
-__all__ = ["EF_SEARCH", "Keys", "configure", "connect", "failed", "redact", "unreachable",
+__all__ = ["EF_SEARCH", "TCP_OPTIONS", "Keys", "configure", "connect", "failed", "redact",
+           "unreachable",
            "unreachable_message"]

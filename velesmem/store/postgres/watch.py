@@ -19,7 +19,7 @@ from typing import Any
 
 import psycopg
 
-from velesmem.store.postgres.connection import APPLICATION, unreachable_message
+from velesmem.store.postgres.connection import APPLICATION, TCP_OPTIONS, unreachable_message
 
 CHANNEL = "velesmem_serving_space"
 PROBE_TIMEOUT_S = 3  # a probe's connect timeout: how long an unreachable server delays a call
@@ -71,7 +71,7 @@ class Liveness:
             self._probed = time.monotonic()
         try:
             conn = psycopg.connect(self.url, autocommit=True, connect_timeout=PROBE_TIMEOUT_S,
-                                   application_name=APPLICATION)
+                                   application_name=APPLICATION, **TCP_OPTIONS)
         except psycopg.Error as exc:
             self.down(exc)
             return False
@@ -89,7 +89,7 @@ def watch(liveness: Liveness, stop: threading.Event, on_serving: Callable[[int],
         try:
             conn = psycopg.connect(liveness.url, autocommit=True,
                                    connect_timeout=PROBE_TIMEOUT_S,
-                                   application_name=f"{APPLICATION}-watch")
+                                   application_name=f"{APPLICATION}-watch", **TCP_OPTIONS)
         except psycopg.Error as exc:
             liveness.down(exc)
             stop.wait(RETRY_S)

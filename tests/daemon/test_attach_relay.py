@@ -73,6 +73,28 @@ async def test_the_sdk_stdio_client_works_through_the_relay(make_daemon: Callabl
     assert id_str in [m["id_str"] for m in seen["memories"]]
 
 
+async def test_a_client_of_another_store_serves_it_instead_of_attaching(
+    make_daemon: Callable[..., Daemon], tmp_path: Path,
+) -> None:
+    """The daemon answers on the configured address but for another store: the stdio process
+    opens its own store (attaching would silently use the wrong memory), without a warning."""
+    daemon = make_daemon().start()
+    mine = tmp_path / "my-store"
+    log = tmp_path / "stdio.log"
+    with open(log, "w") as errlog:
+        async with stdio_client(_params(daemon, VELESDB_MEMORY_PATH=str(mine)), errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                saved = await session.call_tool("remember", {"fact": "kept in my own store"})
+                assert not saved.is_error, saved
+    said = log.read_text()
+    assert "attaching to" not in said and "serves another store" not in said, said
+    assert mine.is_dir()
+    async with daemon.client() as client:
+        seen = structured(await client.call_tool("list_memories", {}))
+    assert seen["memories"] == []
+
+
 def test_the_relay_exits_0_when_stdin_closes(make_daemon: Callable[..., Daemon], tmp_path: Path) -> None:
     daemon = make_daemon().start()
     proc = _relay(daemon, tmp_path / "relay.log")

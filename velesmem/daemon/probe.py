@@ -30,9 +30,10 @@ class Found:
     ca: str
 
 
-def find_daemon(settings: Settings | None = None) -> Found | None:
+def find_daemon(settings: Settings | None = None, *, explain: bool = False) -> Found | None:
     """The daemon serving ``settings``' store (default: this process's settings), or None when
-    there is none we can trust: no CA, nothing listening, not healthy, or another store."""
+    there is none we can trust: no CA, nothing listening, not healthy, or another store (said on
+    stderr with ``explain``: when our store is locked, that is why we cannot attach)."""
     try:
         settings = settings or Settings.from_env()
         if settings.http:
@@ -67,8 +68,9 @@ def find_daemon(settings: Settings | None = None) -> Found | None:
         return None
     if theirs != ours:
         conn.close()
-        print(f"velesdb-memory: the daemon at {endpoint.url()} serves another store ({theirs}), "
-              f"not {ours}: not attaching", file=sys.stderr, flush=True)
+        if explain:
+            print(f"velesdb-memory: the daemon at {endpoint.url()} serves another store ({theirs}), "
+                  f"not {ours}: not attaching", file=sys.stderr, flush=True)
         return None
     if conn.sock is not None:
         conn.sock.settimeout(READ_TIMEOUT_S)  # from now on it carries tool calls

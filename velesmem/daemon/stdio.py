@@ -49,7 +49,7 @@ def serve_stdio(settings: Settings) -> int:
         from velesmem.daemon.relay import run_relay
         from velesmem.daemon.upstream import Upstream
 
-        found = find_daemon(settings)
+        found = find_daemon(settings, explain=True)
         if found is None:
             raise
         start_orphan_watchdog(lambda: os._exit(0), parent)

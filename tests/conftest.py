@@ -30,7 +30,7 @@ from velesmem.config import Settings
 from velesmem.memory import MemoryService
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
-NPM_CI_TIMEOUT_S = 300.0
+NPM_CI_TIMEOUT_S = 900.0  # the pinned agent CLIs are ~1.5 GB of native binaries on a cold cache
 # Where a user's per-user files live besides HOME: the installer record, client configs.
 USER_DIR_VARS = ("XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "CODEX_HOME")
 TEST_BACKEND_ENV = "VELESMEM_TEST_BACKEND"

@@ -168,9 +168,14 @@ def _client(host: Host, name: str, entry: object, path: str, url: str, ca: str) 
     if result.state == probe.CONNECTED:
         return Check(OK, f"{name}: connected ({how}; `{check}`)")
     if result.state == probe.FAILED:
-        fix = ("velesdb-memory wire (the default stdio entry connects whatever the client trusts), "
-               f"or: {catalog.trust_hint(name, ca)}" if wired_url else
-               "velesdb-memory wire; if it persists, run the client's check by hand: " + check)
+        if "trustedFolders.json" in result.reason:
+            fix = (f"run {catalog.CONNECTIONS[name].cli} in this folder and trust it when asked "
+                   f"(or add the folder to the trustedFolders.json named above)")
+        elif wired_url:
+            fix = ("velesdb-memory wire (the default stdio entry connects whatever the client "
+                   f"trusts), or: {catalog.trust_hint(name, ca)}")
+        else:
+            fix = "velesdb-memory wire; if it persists, run the client's check by hand: " + check
         return Check(FAIL, f"{name}: wired ({how}) but `{check}` says: {result.reason}", fix)
     return Check(INFO, f"{name}: wired ({how}, {path}), not verifiable: {result.reason}")
 

@@ -23,7 +23,8 @@ DEFAULT_TIMEOUT_S = 60.0
 
 @dataclass(frozen=True)
 class TrustResult:
-    """``action``: added, already, manual (see ``command``) or failed."""
+    """``action``: added, already, manual (see ``command``) or failed; for a removal, removed or
+    absent (it was not there)."""
 
     action: str
     store: str
@@ -63,8 +64,7 @@ def manual_command(host: Host, ca_cert: str) -> str:
 
 def system_store_command(ca_cert: str) -> str:
     """Optional, needs root: make OpenSSL-based tools (curl, Python) trust the CA system-wide."""
-    return (f"sudo cp {_q(ca_cert)} /usr/local/share/ca-certificates/velesdb-memory-ca.crt && "
-            f"sudo update-ca-certificates")
+    return "sudo velesdb-memory trust-ca --system"  # velesmem.service.system_trust does it
 
 
 def trust_ca(host: Host, ca_cert: str, timeout: float = DEFAULT_TIMEOUT_S) -> TrustResult:
@@ -153,3 +153,44 @@ def is_trusted(host: Host, ca_cert: str, timeout: float = 15.0) -> tuple[bool | 
     nick = f"{CA_NAME} ({fingerprint(ca_cert, 'sha256')[:16]})"
     done = _run([certutil, "-L", "-d", f"sql:{nssdb}", "-n", nick], timeout)
     return (None if done is None else done.returncode == 0), store
+
+
+# --- which variable each client runtime reads --------------------------------------------------
+
+@dataclass(frozen=True)
+class RuntimeTrust:
+    """How one client runtime can be told to trust a CA: the variables it reads (each names a
+    PEM file), and whether it reads the OS store (then ``trust-ca --system`` is enough)."""
+
+    runtime: str
+    clients: tuple[str, ...]
+    variables: tuple[str, ...]
+    reads_system_store: bool
+    note: str = ""
+
+    def hint(self, ca_cert: str) -> str:
+        """One line: the runtime, its clients, and the variable(s) to set."""
+        ways = " or ".join(f"{v}={_q(ca_cert)}" for v in self.variables)
+        store = " (or trust-ca --system: it reads the OS store)" if self.reads_system_store else ""
+        return (f"{self.runtime} ({', '.join(self.clients)}): {ways}{store}"
+                f"{f'; {self.note}' if self.note else ''}")
+
+
+# Measured with each CLI from npm: Bun reads NODE_EXTRA_CA_CERTS, SSL_CERT_FILE and the
+# OpenSSL store; Node reads its bundled roots plus NODE_EXTRA_CA_CERTS only; Codex (Rust, rustls)
+# reads the OS store, CODEX_CA_CERTIFICATE or SSL_CERT_FILE, not NODE_EXTRA_CA_CERTS.
+RUNTIME_TRUST: dict[str, RuntimeTrust] = {
+    "bun": RuntimeTrust("Bun", ("Claude Code", "opencode"), ("NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE"),
+                        True, "SSL_CERT_FILE replaces the default roots: prefer NODE_EXTRA_CA_CERTS"),
+    "node": RuntimeTrust("Node", ("Gemini CLI", "Qwen Code", "mcp-remote"), ("NODE_EXTRA_CA_CERTS",),
+                         False, "the OS store only with NODE_OPTIONS=--use-openssl-ca"),
+    "rust": RuntimeTrust("Rust", ("Codex",), ("CODEX_CA_CERTIFICATE", "SSL_CERT_FILE"), True,
+                         "it ignores NODE_EXTRA_CA_CERTS"),
+}
+
+
+def runtime_hints(ca_cert: str, system_trusted: bool = False) -> list[str]:
+    """What each runtime still needs: every runtime's variables, or — once the OS store trusts
+    the CA — only the runtimes that do not read it."""
+    return [rt.hint(ca_cert) for rt in RUNTIME_TRUST.values()
+            if not (system_trusted and rt.reads_system_store)]

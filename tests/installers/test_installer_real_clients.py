@@ -36,14 +36,13 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 CHECK_TIMEOUT_S = 120.0
 
 
-def _missing() -> str | None:
+def _require_clis() -> None:
+    """Skip only without Node or npm; with them, a CLI missing from tests/node is a failure."""
     for tool in ("node", "npm"):
         if shutil.which(tool) is None:
-            return f"{tool} is not installed, so the pinned agent CLIs cannot be (.ci/run installs Node)"
+            pytest.skip(f"{tool} is not installed, so the pinned agent CLIs cannot be (.ci/run installs Node)")
     absent = [c for c in CLIS if not (BIN / c).exists()]
-    if absent:
-        return f"tests/node has no {', '.join(absent)}: npm ci there failed (see the session's start)"
-    return None
+    assert not absent, f"tests/node has no {', '.join(absent)}: npm ci there failed (see the session's start)"
 
 
 @dataclass
@@ -70,9 +69,7 @@ class Machine:
 
 @pytest.fixture(scope="module")
 def machine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Machine]:
-    reason = _missing()
-    if reason:
-        pytest.skip(reason)
+    _require_clis()
     home = tmp_path_factory.mktemp("clients-home")
     project = home / "project"
     project.mkdir()

@@ -18,20 +18,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of both console scripts and ``python -m velesmem``."""
     args = sys.argv[1:] if argv is None else list(argv)
     if not args:
-        parent = os.getppid()  # read first: the parent may die while we start
-        from velesmem.daemon.probe import find_daemon
-
-        found = find_daemon()
-        if found is not None:
-            from velesmem.daemon.relay import run_relay
-            from velesmem.daemon.stdio import start_orphan_watchdog
-            from velesmem.daemon.upstream import Upstream
-
-            start_orphan_watchdog(lambda: os._exit(0), parent)
-            return run_relay(Upstream(found.endpoint, found.connection), found.reconnect_s, found.ca)
+        code = attach()
+        if code is not None:
+            return code
     from velesmem.cli import main as cli_main
 
-    return cli_main(args)
+    return cli_main(args, attach=False)
+
+
+def attach() -> int | None:
+    """Relay stdio to the daemon serving this store, if one runs, and return the exit code;
+    None when there is none (the caller serves instead)."""
+    parent = os.getppid()  # read first: the parent may die while we start
+    from velesmem.daemon.probe import find_daemon
+
+    found = find_daemon()
+    if found is None:
+        return None
+    from velesmem.daemon.relay import run_relay
+    from velesmem.daemon.stdio import start_orphan_watchdog
+    from velesmem.daemon.upstream import Upstream
+
+    start_orphan_watchdog(lambda: os._exit(0), parent)
+    return run_relay(Upstream(found.endpoint, found.connection), found.reconnect_s, found.ca)
 
 
 if __name__ == "__main__":

@@ -70,8 +70,17 @@ def _command_modules() -> list:
     return modules
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of both console scripts."""
+def main(argv: Sequence[str] | None = None, *, attach: bool = True) -> int:
+    """The CLI (the console scripts enter through ``velesmem.launcher``). With no arguments it
+    first attaches to a running daemon, as the launcher does, unless told the launcher already
+    looked (``attach=False``): a console script generated before the launcher existed still
+    takes the light path."""
+    if attach and not (sys.argv[1:] if argv is None else argv):
+        from velesmem.launcher import attach as attach_stdio
+
+        code = attach_stdio()
+        if code is not None:
+            return code
     # Before anything loads numpy (heavy imports wait for the handlers); a value set by the
     # user still wins.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", str(limits.BLAS_THREADS))

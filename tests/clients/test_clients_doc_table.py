@@ -25,3 +25,15 @@ def _doc_rows() -> dict[str, tuple[str, str, tuple[str, ...], str]]:
 def test_the_docs_table_matches_the_connections_in_code() -> None:
     code = {name: (c.transport, c.runtime, c.trust, c.check) for name, c in catalog.CONNECTIONS.items()}
     assert _doc_rows() == code
+
+
+def test_the_client_table_names_the_same_variables_as_trust_cas_runtime_hints() -> None:
+    from velesmem.service.trust import RUNTIME_TRUST
+
+    runtimes = {"Bun": "bun", "Node 20": "node", "Rust (rustls)": "rust"}
+    checked = 0
+    for name, conn in catalog.CONNECTIONS.items():
+        if conn.runtime in runtimes:
+            assert conn.trust == RUNTIME_TRUST[runtimes[conn.runtime]].variables, name
+            checked += 1
+    assert checked == 5  # Claude Code, opencode, Codex, Gemini CLI, Qwen Code

@@ -16,7 +16,8 @@ from tests.support import wait_for
 from velesmem import runtime as runtime_module
 from velesmem.config import Settings
 from velesmem.embed import HashEmbedder
-from velesmem.errors import Internal, Warming
+from velesmem.errors import Internal
+from velesmem.ids import to_i64
 from velesmem.runtime import Runtime, State, configure_logging
 
 
@@ -51,18 +52,69 @@ def test_states_from_starting_to_closed(tmp_path: Path) -> None:
     assert rt.state is State.CLOSED
 
 
-def test_a_call_that_needs_vectors_waits_boundedly_then_is_told_why(tmp_path: Path,
-                                                                   monkeypatch) -> None:
-    monkeypatch.setattr(runtime_module, "WARMING_WAIT_S", 0.3)
+def test_a_write_while_the_model_loads_is_acknowledged_and_embedded_once_it_is_ready(
+        tmp_path: Path) -> None:
     embedder = SlowToWarm()
-    with Runtime.open(Settings(path=tmp_path), embedder=embedder) as rt:
+    with Runtime.open(Settings(path=tmp_path, autograph="off"), embedder=embedder) as rt:
         assert embedder.started.wait(5)
-        started = time.monotonic()
-        with pytest.raises(Warming, match="still warming: loading the embedding model"):
+        fact = rt.memory.remember("the deploy runbook lives in the team wiki").id
+        assert rt.state is State.WARMING and not rt.embedder_ready
+        assert [k for k, _ in rt.store.unembedded(None, 10, time.time())] != []  # no vector yet
+        loading = rt.memory.recall("deploy runbook")
+        assert [m.id for m in loading.memories] == [fact]
+        assert loading.warnings and "vector search is still loading" in loading.warnings[0]
+        assert rt.memory.why("deploy runbook").nodes[0].id == fact
+        assert rt.memory.recall_fused("deploy runbook").to_dict()["warnings"]
+        embedder.release.set()
+        _wait(lambda: rt.state is State.READY and not rt.store.unembedded(None, 10, time.time()))
+        ready = rt.memory.recall("deploy runbook")
+        assert ready.warnings == [] and "warnings" not in ready.to_dict()
+        assert ready.memories[0].id == fact and ready.memories[0].score > 0.5  # by its vector
+        hits = rt.store.vector_search(embedder.embed(["the deploy runbook lives in the team "
+                                                      "wiki"])[0], 1, None)
+        assert [k for k, _ in hits] == [to_i64(fact)]
+
+
+def test_close_does_not_wait_for_a_model_load(tmp_path: Path) -> None:
+    class Stuck(SlowToWarm):
+        def warm(self) -> None:
+            self.started.set()
+            self.release.wait(600)
+
+    embedder = Stuck()
+    rt = Runtime.open(Settings(path=tmp_path, autograph="off"), embedder=embedder)
+    try:
+        assert embedder.started.wait(5)
+        rt.memory.remember("written while the model loads")
+        closer = threading.Thread(target=rt.close)
+        closer.start()
+        closer.join(60)
+        assert not closer.is_alive() and rt.state is State.CLOSED
+        assert not embedder.release.is_set()  # closed while the load still ran
+    finally:
+        embedder.release.set()
+    with Runtime.open(Settings(path=tmp_path, autograph="off")) as again:  # nothing was lost
+        again.wait_ready_sync(30)
+        assert [m.content for m in again.memory.recall("written while the model loads").memories
+                ] == ["written while the model loads"]
+
+
+def test_a_migration_call_waits_for_the_embedder_and_is_told_why_it_failed(
+        tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(runtime_module, "WARMING_WAIT_S", 0.3)
+    monkeypatch.setattr(runtime_module, "WARM_RETRY_S", (0.05,))
+
+    class Broken(SlowToWarm):
+        def warm(self) -> None:
+            self.started.set()
+            if not self.release.is_set():
+                raise Internal("the model file is unreadable")
+
+    embedder = Broken()
+    with Runtime.open(Settings(path=tmp_path, autograph="off"), embedder=embedder) as rt:
+        assert embedder.started.wait(5)
+        with pytest.raises(Internal, match="could not load: the model file is unreadable"):
             asyncio.run(rt.ready())
-        assert 0.25 < time.monotonic() - started < 5
-        # what needs no vectors is served meanwhile
-        assert rt.memory.list_memories().memories == []
         embedder.release.set()
         asyncio.run(rt.ready())
         assert rt.state is State.READY

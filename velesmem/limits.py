@@ -161,6 +161,7 @@ LOCAL_EMBED_PADDING_SLACK = 1.2  # a call's padded tokens may exceed its real to
 LOCAL_EMBED_MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length; longer texts are truncated
 LOCAL_EMBED_MAX_THREADS = 4  # onnxruntime intra-op threads: min(cores, this)
 REMOTE_EMBED_BATCH = 64  # texts per HTTP embeddings request
+BACKLOG_EMBED_BATCH = 64  # facts stored while the model loaded, embedded per step afterwards
 REMOTE_EMBED_TIMEOUT_SECONDS = 30.0  # read/write timeout of one request
 REMOTE_EMBED_CONNECT_TIMEOUT_SECONDS = 5.0
 REMOTE_EMBED_ATTEMPTS = 3  # tries per request on a dropped connection or a 5xx

@@ -6,11 +6,14 @@
 ``open()`` opens and locks the store (fast: a second daemon on the same
 store fails here at once) and builds the services. ``start()`` starts the background workers:
 the store's writer, the warmer (loads the embedding model and the serving space's vector index,
-retrying a remote embedder that is not reachable yet) and the TTL sweeper (purges expired facts,
-so reads never write). While ``warming`` the daemon serves: ``/health`` and the MCP handshake
-answer, tools that need no vectors run, and a tool that needs them waits up to
-``WARMING_WAIT_S`` for ``ready``, then gets a worded "still warming" error. Nothing else in
-velesmem opens the store or starts a thread.
+retrying a remote embedder that is not reachable yet, then embeds the backlog: facts stored
+without a vector meanwhile) and the TTL sweeper (purges expired facts, so reads never write).
+While ``warming`` the daemon serves every memory tool: a write is acknowledged once the fact is
+durable (its vector follows from the backlog), recall ranks by text alone with a ``warnings``
+entry saying vector search is loading, and switches to hybrid by itself once ``ready``. Only
+the migration tools, which need the serving embedder itself, wait for it. ``close()`` never
+waits unboundedly for the warmer (a model load cannot be interrupted; its thread is a daemon).
+Nothing else in velesmem opens the store or starts a thread.
 """
 
 from __future__ import annotations
@@ -43,8 +46,10 @@ log = logging.getLogger("velesmem")
 
 LOG_PREFIX = "[velesdb-memory]"
 FOLLOW_ENV = "VELESMEM_INTERNAL_FOLLOW"  # tests: "off" leaves the move to each call's retry
-WARMING_WAIT_S = 10.0  # longest a tool call waits for warming to finish
+WARMING_WAIT_S = 10.0  # after this long, a call that needs the embedder is told why it failed
+WARM_JOIN_S = 2.0  # longest close() waits for the warmer (a model load is not interruptible)
 WARM_RETRY_S = (1.0, 2.0, 5.0, 10.0, 30.0)  # back-off while an embedder is unreachable
+WARM_THREAD = "velesmem-warm"
 SWEEP_MAX_SLEEP_S = 60.0  # the sweeper looks at the clock at least this often
 SEARCH_THREADS = 16  # run hybrid recall's vector side beside its text side
 FOLLOW_PAUSE_S = 1.0  # following another daemon's migration holds new calls at most this long
@@ -154,6 +159,8 @@ class Runtime:
         self.progress: WarmProgress = WarmProgress()
         self.error: VelesmemError | None = None  # why warming has not finished, if it failed
         self._ready = threading.Event()
+        self._embedder_ready = threading.Event()  # loaded, and the serving space settled
+        self._backlog_wake = threading.Event()  # a fact was stored without a vector
         self._stop = threading.Event()
         self._sweep_wake = threading.Condition()
         self._threads: list[threading.Thread] = []
@@ -172,6 +179,7 @@ class Runtime:
         extractor = load_extractor(None, settings) if mode == AUTOGRAPH_EXTRACTOR else None
         self.autograph = Autograph(store, mode, clock, extractor)
         self.memory.on_remembered = self.autograph.offer
+        self.memory.on_unembedded = self._backlog_wake.set
         self.memory.extraction_status = self._extraction_status
         self._paused = threading.Event()  # set while a migration's cutover holds requests
         self._inflight = 0
@@ -211,7 +219,7 @@ class Runtime:
             return
         self.store.start()
         self.state = State.WARMING
-        self._spawn("velesmem-warm", self._warm)
+        self._spawn(WARM_THREAD, self._warm)
         self._spawn("velesmem-sweep", self._sweep_loop)
         self._spawn("velesmem-extract", self._extract_loop)
         self._spawn("velesmem-migrate", self._migrate_loop)
@@ -234,6 +242,7 @@ class Runtime:
                     self.progress.phase = "loading the embedding model"
                     warm()
                 _settle(self.store, self.embedder, float(self.clock()))
+                self._embedder_ready.set()  # writes embed their fact from now on
                 self.store.warm(self.progress, self._stop.is_set)
                 self.migration.recover_at_start()
                 if self._stop.is_set():
@@ -243,8 +252,10 @@ class Runtime:
                 self.state = State.READY
                 self._ready.set()
                 log.info("ready: %s", self.store.location)
-                return
+                break
             except VelesmemError as exc:
+                if self._stop.is_set():  # closing: the store went away under the warm-up
+                    return
                 self.error = exc
                 delay = WARM_RETRY_S[min(attempt, len(WARM_RETRY_S) - 1)]
                 attempt += 1
@@ -252,9 +263,52 @@ class Runtime:
                 if self._stop.wait(delay):
                     return
             except Exception as exc:  # a bug: report it, keep serving what needs no vectors
+                if self._stop.is_set():
+                    return
                 self.error = Internal(f"warming failed: {type(exc).__name__}: {exc}")
                 log.exception("warming failed")
                 return
+        self._backlog_loop()
+
+    def _backlog_loop(self) -> None:
+        """Once ready: embed the facts stored without a vector (while the model loaded), and
+        again whenever a write lands without one (one that raced the end of warming)."""
+        attempt = 0
+        while not self._stop.is_set():
+            self._backlog_wake.clear()
+            try:
+                done = self.memory.embed_backlog(self._stop.is_set)
+                attempt = 0
+                if done:
+                    log.info("embedded %d facts stored while the embedding model loaded", done)
+            except Exception as exc:  # an embedder that fails now: keep the facts, try again
+                if self._stop.is_set():
+                    return
+                delay = WARM_RETRY_S[min(attempt, len(WARM_RETRY_S) - 1)]
+                attempt += 1
+                message = exc.message if isinstance(exc, VelesmemError) else repr(exc)
+                log.error("embedding the facts stored while the model loaded failed (retrying "
+                          "in %.0f s): %s", delay, message)
+                if self._stop.wait(delay):
+                    return
+                continue
+            self._backlog_wake.wait()
+
+    @property
+    def embedder_ready(self) -> bool:
+        """Whether the embedder has loaded and settled the serving space (writes embed now)."""
+        return self._embedder_ready.is_set()
+
+    def vectors_loading(self) -> str | None:
+        """Why recall ranks by text alone right now (vector search still loading), or None."""
+        if self._ready.is_set():
+            return None
+        p = self.progress
+        done = f", {p.done:,} of {p.total:,}" if p.total else ""
+        cause = f"; last attempt failed: {self.error.message}" if self.error is not None else ""
+        return (f"vector search is still loading ({p.phase}{done}{cause}): these results "
+                "come from text search alone; recall switches to hybrid by itself once it is "
+                "ready")
 
     def wait_ready_sync(self, timeout: float | None = None) -> None:
         """Block until ready (the library's ``MemoryService.open``); raise what stopped it."""
@@ -270,25 +324,29 @@ class Runtime:
                 raise Internal("velesdb-memory closed while warming")
 
     async def ready(self) -> None:
-        """Wait up to WARMING_WAIT_S for ``ready`` (what needs vectors), else raise Warming."""
+        """Wait for ``ready`` (only the migration tools do: they need the serving embedder
+        itself). It waits as long as warming makes progress; once warming has failed for
+        WARMING_WAIT_S, the call is told why (the cause, not "retry later")."""
         if self._ready.is_set():
             return
-        if self.state in (State.DRAINING, State.CLOSED):
-            raise Internal("velesdb-memory is shutting down: the call was not run")
         loop = asyncio.get_running_loop()
         deadline = loop.time() + WARMING_WAIT_S
         while not self._ready.is_set():
-            if loop.time() >= deadline:
-                raise self._warming_error()
+            if self.state in (State.DRAINING, State.CLOSED):
+                raise Internal("velesdb-memory is shutting down: the call was not run")
+            if self.error is not None and loop.time() >= deadline:
+                raise Internal(f"this call needs the serving embedder, which could not load: "
+                               f"{self.error.message}; velesdb-memory keeps retrying by itself "
+                               "— fix the cause, then call again")
             await asyncio.sleep(0.05)
 
     def _warming_error(self) -> VelesmemError:
         if self.error is not None:
-            return Warming(f"velesdb-memory is still warming: {self.error.message}; it retries "
+            return Warming(f"velesdb-memory has not finished warming: {self.error.message}; it retries "
                            "by itself — fix the cause, then call again")
         p = self.progress
         done = f" ({p.done:,} of {p.total:,})" if p.total else ""
-        return Warming(f"velesdb-memory is still warming: {p.phase}{done}; retry in a few "
+        return Warming(f"velesdb-memory has not finished warming: {p.phase}{done}; retry in a few "
                        "seconds")
 
     def health(self) -> dict[str, Any]:
@@ -327,11 +385,16 @@ class Runtime:
         self.autograph.stop()
         self.extraction.wake.set()
         self.migration.wake.set()
+        self._backlog_wake.set()
         self._paused.clear()
         with self._sweep_wake:
             self._sweep_wake.notify_all()
         for thread in self._threads:
-            if thread is not threading.current_thread():
+            if thread is threading.current_thread():
+                continue
+            if thread.name == WARM_THREAD:  # maybe inside a model load: a daemon thread
+                thread.join(WARM_JOIN_S)
+            else:
                 thread.join()
         self.executor.shutdown(wait=True)
         self.search_pool.shutdown(wait=True)

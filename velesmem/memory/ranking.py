@@ -120,6 +120,27 @@ class Ranker:
         out.sort(key=lambda r: (-r.key, to_u64(r.id)))
         return out[:depth]
 
+    def rank_text(self, query: str, depth: int, predicate: All, now: float) -> list[Ranked]:
+        """The best ``depth`` live user facts by BM25 alone (while the vector side loads):
+        key = normalised BM25 x the confidence factor; cosine 0 (nothing was compared)."""
+        allowed = self.allowed(predicate)
+        if allowed is not None and not len(allowed):
+            return []
+        lex_ids, lex_scores = self.store.text_search(query, allowed)
+        if not len(lex_ids):
+            return []
+        best = float(lex_scores.max())
+        order = np.argsort(-lex_scores, kind="stable")[:max(depth, MIN_CANDIDATES)]
+        top = lex_ids[order].tolist()
+        confidence = self.store.confidences(top, now)  # the live user facts among them
+        out = []
+        for i, score in zip(top, lex_scores[order].tolist()):
+            if i in confidence and best > 0:
+                key = LEX_WEIGHT * (score / best) * confidence_factor(confidence[i])
+                out.append(Ranked(i, key, 0.0, max(key, 0.0)))
+        out.sort(key=lambda r: (-r.key, to_u64(r.id)))
+        return out[:depth]
+
     def _search_both(self, query: str, qv: np.ndarray | None, n: int, allowed: np.ndarray | None,
                      now: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                           dict[int, tuple[float, float]] | None]:

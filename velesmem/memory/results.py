@@ -47,9 +47,17 @@ class Memory:
 @dataclass(frozen=True)
 class RecallResult:
     memories: list[Memory]
+    warnings: list[str] = field(default_factory=list)  # e.g. vector search still loading
 
     def to_dict(self) -> dict[str, Any]:
-        return {"memories": [m.to_dict() for m in self.memories]}
+        return _warned({"memories": [m.to_dict() for m in self.memories]}, self.warnings)
+
+
+def _warned(out: dict[str, Any], warnings: list[str]) -> dict[str, Any]:
+    """``out`` with a ``warnings`` field when there is any (absent otherwise)."""
+    if warnings:
+        out["warnings"] = list(warnings)
+    return out
 
 
 @dataclass(frozen=True)
@@ -57,13 +65,14 @@ class FusedResult:
     memories: list[Memory]
     dated_context: str | None = None
     now: str | None = None
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"memories": [m.to_dict() for m in self.memories]}
         if self.dated_context is not None:
             out["dated_context"] = self.dated_context
             out["now"] = self.now
-        return out
+        return _warned(out, self.warnings)
 
 
 @dataclass(frozen=True)
@@ -143,10 +152,12 @@ class WhyResult:
     nodes: list[WhyNode]
     edges: list[WhyEdge]
     truncated: bool
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"nodes": [n.to_dict() for n in self.nodes],
-                "edges": [e.to_dict() for e in self.edges], "truncated": self.truncated}
+        return _warned({"nodes": [n.to_dict() for n in self.nodes],
+                        "edges": [e.to_dict() for e in self.edges],
+                        "truncated": self.truncated}, self.warnings)
 
 
 @dataclass(frozen=True)

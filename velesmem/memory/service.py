@@ -4,7 +4,10 @@ It speaks the storage protocol (``velesmem.store``) and never SQL. Every method 
 inputs before touching the store, so a refused call changes nothing. Writes come in pairs:
 ``submit_remember(...)`` validates and embeds, hands the write to the store and returns a
 ``Future`` of the result without waiting (the MCP layer awaits it on the event loop, parking no
-thread); ``remember(...)`` is the same, waited for. Reads never write: expired facts are
+thread); ``remember(...)`` is the same, waited for. A write never waits for the embedding model:
+while the Runtime's embedder is not ready the fact is stored without a vector and the Runtime's
+warmer embeds that backlog afterwards (``embed_backlog``); recall meanwhile ranks by text alone
+and says so in its ``warnings``. Reads never write: expired facts are
 invisible at once and purged by the Runtime's sweeper. Time comes from the injected clock
 (TTL expiry, ``_veles_date``).
 """
@@ -89,6 +92,8 @@ class MemoryService:
         self.runtime: Runtime | None = None  # set when a Runtime owns this service
         # called with (key, content) once a remember has committed (autograph queues it)
         self.on_remembered: Callable[[int, str], None] | None = None
+        # called once a fact stored without a vector has committed (wakes the backlog warmer)
+        self.on_unembedded: Callable[[], None] | None = None
 
     @classmethod
     def open(cls, path: str | Path | None = None, *, embedder: Embedder | None = None,
@@ -144,7 +149,7 @@ class MemoryService:
         ttl = validate.ttl(ttl_seconds, self.settings.default_ttl)
         now = self.now()
         _, meta_json = validate.metadata(metadata, today=self.today(now), author=author)
-        vector = self.embedder.embed([content])[0]
+        vector = self.embedder.embed([content])[0] if self._can_embed() else None
         write = FactWrite(to_i64(fid), content, meta_json, vector, now,
                           None if ttl is None else now + ttl,
                           tuple((to_i64(t), r) for t, r in pairs))
@@ -153,7 +158,49 @@ class MemoryService:
         if hook is not None:
             future.add_done_callback(
                 lambda f: None if f.exception() is not None else hook(write.key, content))
+        backlog = self.on_unembedded
+        if vector is None and backlog is not None:
+            future.add_done_callback(lambda f: None if f.exception() is not None else backlog())
         return then(future, lambda key: RememberResult(to_u64(key)))
+
+    def _can_embed(self) -> bool:
+        """Whether a write embeds its fact now: always without a Runtime; with one, once its
+        embedder has loaded and settled the serving space (before that the write is stored
+        without a vector, never made to wait)."""
+        return self.runtime is None or self.runtime.embedder_ready
+
+    def _vector_warnings(self) -> list[str]:
+        """[why recall ranks by text alone] while the vector side loads, else []."""
+        note = None if self.runtime is None else self.runtime.vectors_loading()
+        return [] if note is None else [note]
+
+    def _rank(self, query: str, depth: int, predicate: All, now: float,
+              warnings: list[str]) -> list[Ranked]:
+        """Hybrid ranking, or BM25 alone while ``warnings`` says vector search is loading."""
+        if warnings:
+            return self._ranker.rank_text(query, depth, predicate, now)
+        return self._ranker.rank(query, depth, predicate, now)
+
+    def embed_backlog(self, stopped: Callable[[], bool] = lambda: False) -> int:
+        """Embed the facts stored without a vector in the serving space (written while the
+        model loaded), in key order and in batches; how many got one. Stops early (to be
+        called again) when the serving space is not the embedder's, e.g. mid-cutover."""
+        done = 0
+        after: int | None = None
+        while not stopped():
+            space = self.store.serving_space()
+            embedder = self.embedder
+            if space is None or (embedder.model, embedder.dimension) != (
+                    space.identity.model, space.identity.dimension):
+                return done
+            batch = self.store.unembedded(after, limits.BACKLOG_EMBED_BATCH, self.now())
+            if not batch:
+                return done
+            vectors = embedder.embed([content for _, content in batch])
+            done += self.store.fill_vectors(
+                space.id, [(key, vectors[n]) for n, (key, _) in enumerate(batch)]).result()
+            after = batch[-1][0]
+        return done
 
     def remember(self, fact: str, links: list[dict] | None = None,
                  metadata: dict | None = None, ttl_seconds: int | None = None) -> RememberResult:
@@ -222,7 +269,9 @@ class MemoryService:
         k = _k(k)
         predicate = mfilters.exact(filter)
         now = self.now()
-        return RecallResult(self._memories(self._ranker.rank(q, k, predicate, now), now))
+        warnings = self._vector_warnings()
+        return RecallResult(self._memories(self._rank(q, k, predicate, now, warnings), now),
+                            warnings)
 
     def recall_where(self, query: str, filters: list[dict],
                      k: int = limits.DEFAULT_RECALL_K) -> RecallResult:
@@ -232,7 +281,9 @@ class MemoryService:
         predicate = mfilters.predicates(filters)
         k = _k(k)
         now = self.now()
-        return RecallResult(self._memories(self._ranker.rank(q, k, predicate, now), now))
+        warnings = self._vector_warnings()
+        return RecallResult(self._memories(self._rank(q, k, predicate, now, warnings), now),
+                            warnings)
 
     def recall_fused(self, query: str, k: int = limits.DEFAULT_RECALL_K,
                      filter: dict | None = None, hops: int = limits.DEFAULT_FUSED_HOPS,
@@ -249,7 +300,8 @@ class MemoryService:
         depth = _pool(pool, k)
         field = None if date_field is None else validate.field_name(date_field, "date_field")
         now = self.now()
-        ranked = self._ranker.rank(q, depth, predicate, now)
+        warnings = self._vector_warnings()
+        ranked = self._rank(q, depth, predicate, now, warnings)
         fused: dict[int, float] = {}
         cosine: dict[int, float] = {}
         top = max((r.relevance for r in ranked), default=0.0)
@@ -264,9 +316,9 @@ class MemoryService:
         order = sorted(fused, key=lambda i: (-fused[i], to_u64(i)))[:k]
         memories = self._memories([Ranked(i, fused[i], cosine.get(i, 0.0)) for i in order], now)
         if field is None:
-            return FusedResult(memories)
+            return FusedResult(memories, warnings=warnings)
         dated, latest = _dated_context(memories, field)
-        return FusedResult(memories, dated, latest)
+        return FusedResult(memories, dated, latest, warnings)
 
     def _reach_weights(self, reach: Walk, predicate: All, now: float) -> dict[int, float]:
         """Walk-reached user facts (the seed excluded) matching the filter → the highest entity
@@ -297,15 +349,16 @@ class MemoryService:
                                cap=limits.MAX_WHY_HOPS)
         predicate = mfilters.exact(filter)
         now = self.now()
-        seed = self._ranker.rank(q, 1, predicate, now)
+        warnings = self._vector_warnings()
+        seed = self._rank(q, 1, predicate, now, warnings)
         if not seed:
-            return WhyResult([], [], False)
+            return WhyResult([], [], False, warnings)
         reach = walk(self.store, seed[0].id, hops, now)
         found = self.store.facts(list(reach.nodes), now)
         nodes = [WhyNode(to_u64(i), found[i].content if i in found else "", hop)
                  for i, hop in reach.nodes.items()]
         edges = [WhyEdge(to_u64(s), to_u64(d), rel) for s, d, rel in reach.edges]
-        return WhyResult(nodes, edges, reach.truncated)
+        return WhyResult(nodes, edges, reach.truncated, warnings)
 
     def entity(self, name: str) -> EntityResult:
         """What the graph knows about one entity: its attributes, the typed relations leaving

@@ -52,12 +52,14 @@ class Space:
 
 @dataclass(frozen=True)
 class FactWrite:
-    """A validated remember: everything the write needs, computed outside the store."""
+    """A validated remember: everything the write needs, computed outside the store. ``vector``
+    None: the embedder is not ready yet; the fact is stored (and acknowledged) without one and
+    the backlog (``unembedded`` / ``fill_vectors``) embeds it later."""
 
     key: int
     content: str
     metadata_json: str
-    vector: np.ndarray
+    vector: np.ndarray | None
     now: float
     expires_at: float | None
     links: tuple[tuple[int, str], ...] = ()  # (target key, relation)
@@ -270,6 +272,15 @@ class Store(TokenStore, Protocol):
     # --- writes ------------------------------------------------------------------------------
     def remember(self, w: FactWrite) -> Future[int]:
         """Upsert a user fact, its vector and its links; resolves to its key."""
+
+    def unembedded(self, after: int | None, limit: int, now: float) -> list[tuple[int, str]]:
+        """(key, content) of up to ``limit`` live user facts with no vector in the serving
+        space and a key above ``after``, by key: those written before the embedder was ready
+        (none while no space serves)."""
+
+    def fill_vectors(self, space: int, items: Sequence[tuple[int, np.ndarray]]) -> Future[int]:
+        """Give the serving space's vectors to the facts among ``items`` that exist and have
+        none yet; nothing when ``space`` no longer serves. Resolves to how many were written."""
 
     def relate(self, src: int, dst: int, relation: str, now: float) -> Future[int]:
         """Add the edge (idempotent per triple); NotFound if an end is not a live fact."""

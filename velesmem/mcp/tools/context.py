@@ -195,8 +195,6 @@ def register(mcp: FastMCP, app: AppContext) -> None:
     async def compile_context(query: Query, fragments: Fragments, token_budget: Budget, project: Project,
                         target_model: TargetModel, memory_scope: Scope, policy: Policy) -> Result:
         """Compile context fragments into a token-budgeted, provenance-audited prompt context, deterministically and with no LLM call. Returns { content, sections, decisions, sources, retrieval_handles, insights, risk, warnings }; risk "high" means preserve-classified content could not be packed — check it before use."""
-        if memory_scope is not None:
-            await rt.ready()  # pulling memories needs the embedder and the vector index
         return await rt.run(lambda: tool_result(service.compile_context(_request(
             query, fragments, token_budget, project=project, target_model=target_model,
             memory_scope=memory_scope, policy=policy))))
@@ -226,8 +224,6 @@ def register(mcp: FastMCP, app: AppContext) -> None:
         fragment_index: Annotated[OptInteger, optional("0-based position in request.fragments; wins over fragment_id.")],
     ) -> Result:
         """Why was this fragment dropped, shortened, cached or externalized? Stateless: the request is re-compiled with recording off. Returns one ContextDecision { fragment_id, memory_id, action, rule_id, reason, relevance, risk, content_hash, handle? }."""
-        if request.memory_scope is not None:
-            await rt.ready()
         return await rt.run(lambda: service.explain(plain(request), fragment_id, fragment_index))
 
     @mcp.tool(annotations=READ)

@@ -107,8 +107,9 @@ def register(mcp: FastMCP, app: AppContext) -> None:
     """Install the eleven memory tools on ``mcp``, bound to ``app.memory``.
 
     Every tool is async: reads run on the Runtime's worker pool; writes are prepared on the event
-    loop (on the pool when a model embeds the fact) and their commit awaited there. Tools that
-    need the embedder or the vector index first wait (boundedly) for the Runtime to be ready."""
+    loop (on the pool when a model embeds the fact) and their commit awaited there. None waits
+    for the embedding model: while it loads, a write is stored without its vector (embedded
+    later) and recall ranks by text alone, saying so in ``warnings``."""
     rt = app.runtime
     memory = app.memory
 
@@ -117,7 +118,6 @@ def register(mcp: FastMCP, app: AppContext) -> None:
         """Store a fact in durable local memory. Returns { id, id_str }; the id is derived from the text, so re-remembering identical text updates it in place."""
         plain = None if links is None else [{"target": l.target, "relation": l.relation} for l in links]
         author = request_author()
-        await rt.ready()
         result = await rt.write(memory.submit_remember, fact, links=plain, metadata=metadata,
                                 ttl_seconds=ttl_seconds, author=author,
                                 offload=not memory.embedder.inline)
@@ -126,14 +126,12 @@ def register(mcp: FastMCP, app: AppContext) -> None:
     @mcp.tool(annotations=READ)
     async def recall(*, query: Query, k: K = limits.DEFAULT_RECALL_K, filter: Filter) -> Result:
         """Semantic (vector) retrieval with an optional exact-match metadata filter. Returns { memories: [ { id, id_str, score, content, metadata } ] }; ranking blends similarity with learned confidence, score stays the raw similarity."""
-        await rt.ready()
         return await rt.run(lambda: tool_result(memory.recall(query, k=k, filter=filter).to_dict()))
 
     @mcp.tool(annotations=READ)
     async def recall_where(*, query: Query, filters: Filters, k: K = limits.DEFAULT_RECALL_K) -> Result:
         """Semantic recall constrained by typed column predicates (ranges and comparisons, type-strict). Returns { memories }, most similar first, same envelope as recall."""
         plain = [{"field": p.field, "op": p.op, "value": p.value} for p in filters]
-        await rt.ready()
         return await rt.run(lambda: tool_result(memory.recall_where(query, plain, k=k).to_dict()))
 
     @mcp.tool(annotations=READ)
@@ -148,7 +146,6 @@ def register(mcp: FastMCP, app: AppContext) -> None:
         date_field: DateField,
     ) -> Result:
         """recall plus a graph walk from the top vector hit that folds connected facts into the ranking. Returns { memories, dated_context?, now? } (the last two only with date_field and at least one dated fact)."""
-        await rt.ready()
         return await rt.run(lambda: tool_result(memory.recall_fused(
             query, k=k, filter=filter, hops=hops, graph_boost=graph_boost, pool=pool,
             date_field=date_field).to_dict()))
@@ -183,13 +180,11 @@ def register(mcp: FastMCP, app: AppContext) -> None:
     @mcp.tool(annotations=DELETE)
     async def forget(id: Annotated[Id, _doc("As returned by remember or recall (decimal string or number).")]) -> Result:
         """Permanently delete a memory by id, with its graph links. Returns { id, id_str, found }; found: false means nothing was stored under that id (a no-op)."""
-        await rt.ready()
         return tool_result((await rt.write(memory.submit_forget, id)).to_dict())
 
     @mcp.tool(annotations=READ)
     async def why(*, decision: Decision, max_hops: MaxHops = limits.DEFAULT_WHY_HOPS, filter: SeedFilter) -> Result:
         """Find the best-matching memory and return the subgraph reachable from it through outgoing typed links. Returns { nodes: [ { id, id_str, content, hop } ], edges: [ { from, from_str, to, to_str, relation } ], truncated }; the seed is hop 0."""
-        await rt.ready()
         return await rt.run(lambda: tool_result(memory.why(decision, max_hops=max_hops, filter=filter).to_dict()))
 
     @mcp.tool(annotations=READ)

@@ -401,13 +401,48 @@ class PostgresStore:
 
     # --- writes ------------------------------------------------------------------------------
     def remember(self, w: FactWrite) -> Future[int]:
-        space = self._space()
-        if len(w.vector) != space.identity.dimension:
-            raise SpaceMoved(f"this fact was embedded in {len(w.vector)} dimensions, but the "
-                             f"serving space {space.id} holds {space.identity.dimension}: "
-                             "another daemon moved the store to a new embedding space; nothing "
-                             "was changed")
+        if w.vector is not None:  # None: stored now, embedded by the backlog later
+            space = self._space()
+            if len(w.vector) != space.identity.dimension:
+                raise SpaceMoved(f"this fact was embedded in {len(w.vector)} dimensions, but the "
+                                 f"serving space {space.id} holds {space.identity.dimension}: "
+                                 "another daemon moved the store to a new embedding space; "
+                                 "nothing was changed")
         return self._submit(writes.remember(self, w))
+
+    def unembedded(self, after: int | None, limit: int, now: float) -> list[tuple[int, str]]:
+        space = self.serving
+        if space is None:
+            return []
+        with self._conn() as conn:
+            rows = conn.execute(
+                f"SELECT f.id, f.content FROM facts f WHERE f.kind IS NULL AND "
+                f"(f.expires_at IS NULL OR f.expires_at > %s) AND (%s::bigint IS NULL OR "
+                f"f.id > %s) AND NOT EXISTS (SELECT 1 FROM {spaces.table(space.id)} v WHERE "
+                f"v.id = f.id) ORDER BY f.id LIMIT %s", (now, after, after, limit)).fetchall()
+        return [(int(k), c) for k, c in rows]
+
+    def fill_vectors(self, space: int, items: Sequence[tuple[int, np.ndarray]]) -> Future[int]:
+        def job(conn: psycopg.Connection[Any]) -> writes.Outcome[int]:
+            serving = self.serving
+            if serving is None or serving.id != space or not items:
+                return writes.Outcome(0)
+            users = {int(r[0]) for r in conn.execute(
+                "SELECT id FROM facts WHERE id = ANY(%b) AND kind IS NULL ORDER BY id "
+                "FOR KEY SHARE", (Keys([k for k, _ in items]),))}
+            written = 0
+            for key, vector in items:
+                if key in users:
+                    written += conn.execute(
+                        f"INSERT INTO {spaces.table(space)} (id, embedding) VALUES (%s, %b) "
+                        "ON CONFLICT (id) DO NOTHING",
+                        (key, np.asarray(vector, dtype=np.float32))).rowcount
+            if written and not self.provenance_recorded:
+                writes.record_provenance(conn, serving.identity.model,
+                                         serving.identity.dimension)
+            return writes.Outcome(written)
+
+        return self._submit(job)
 
     def relate(self, src: int, dst: int, relation: str, now: float) -> Future[int]:
         return self._submit(writes.relate(self, src, dst, relation, now))

@@ -99,8 +99,10 @@ def upsert_fact(store: PostgresStore, conn: Conn, w: FactWrite) -> Callable[[], 
     """Insert or update one user fact with its postings, metadata rows and vector (inside the
     caller's transaction); return the in-process effect to apply after the commit."""
     space = store.serving
-    if space is None:
+    if space is None and w.vector is not None:
         raise Internal("the store was opened without an embedder")
+    # no vector yet (the model is loading): the fact is durable now, the backlog embeds it
+    embedded = space is not None and w.vector is not None
     key = w.key
     row = _lock_fact(conn, key, w.metadata_json)
     if row is None:
@@ -118,7 +120,8 @@ def upsert_fact(store: PostgresStore, conn: Conn, w: FactWrite) -> Callable[[], 
     if row is None:
         conn.execute(text.INDEX_SQL, {"content": w.content, "id": key})
         index_fact(conn, key, fresh=True)
-        spaces.put_vector(conn, space.id, key, w.vector)
+        if embedded:
+            spaces.put_vector(conn, space.id, key, w.vector)
     else:
         content, _, same_metadata = row
         conn.execute("UPDATE facts SET content = %s, metadata = %s::jsonb, "
@@ -129,14 +132,16 @@ def upsert_fact(store: PostgresStore, conn: Conn, w: FactWrite) -> Callable[[], 
             conn.execute(text.UNCOUNT_SQL, (Keys([key]),))
             conn.execute(text.UNINDEX_SQL, (key,))
             conn.execute(text.INDEX_SQL, {"content": w.content, "id": key})
-            spaces.put_vector(conn, space.id, key, w.vector)
+            if embedded:
+                spaces.put_vector(conn, space.id, key, w.vector)
         if not same_metadata:
             index_fact(conn, key)
-    if not store.provenance_recorded:
+    if embedded and not store.provenance_recorded:
         record_provenance(conn, space.identity.model, space.identity.dimension)
 
     def effect() -> None:
-        store.provenance_recorded = True
+        if embedded:
+            store.provenance_recorded = True
         if w.expires_at is not None:
             store.note_expiry(w.expires_at)
 

@@ -43,7 +43,7 @@ from velesmem.store.protocol import (
     TokenRecord,
     WarmProgress,
 )
-from velesmem.store.sqlite import spaces, writes
+from velesmem.store.sqlite import backlog, spaces, writes
 from velesmem.store.sqlite.exact import StoredVectors
 from velesmem.store.sqlite.lock import StoreLock
 from velesmem.store.sqlite.predicates import compile_predicate
@@ -421,9 +421,18 @@ class SqliteStore:
 
     # --- writes ------------------------------------------------------------------------------
     def remember(self, w: FactWrite) -> Future[int]:
-        if self.serving is None:
+        if self.serving is None and w.vector is not None:
             raise Internal("the store was opened without an embedder")
         return self._submit(writes.remember(self, w))
+
+    def unembedded(self, after: int | None, limit: int, now: float) -> list[tuple[int, str]]:
+        space = self.serving
+        if space is None:
+            return []
+        return backlog.unembedded(self.reader(), space.id, after, limit, now)
+
+    def fill_vectors(self, space: int, items: Sequence[tuple[int, np.ndarray]]) -> Future[int]:
+        return self._submit(backlog.fill(self, space, items))
 
     def relate(self, src: int, dst: int, relation: str, now: float) -> Future[int]:
         return self._submit(writes.relate(self, src, dst, relation, now))

@@ -81,7 +81,8 @@ def upsert_fact(store: SqliteStore, conn: sqlite3.Connection,
         raise InvalidInput(f"id {to_u64(key)} belongs to internal scaffolding")
     space = store.serving
     seq = store.next_seq()
-    blob = w.vector.astype(np.float32).tobytes()
+    # no vector yet (the model is loading): the fact is durable now, the backlog embeds it
+    embedded = w.vector is not None and space is not None
     new_vector = row is None or row[0] != w.content
     if row is None:
         conn.execute("INSERT INTO facts (id, content, metadata, kind, seq, created_at, "
@@ -95,22 +96,23 @@ def upsert_fact(store: SqliteStore, conn: sqlite3.Connection,
                      (w.content, w.metadata_json, seq, w.now, w.expires_at, key))
         if row[0] != w.content:  # same id, other text: a hash collision; keep it coherent
             _fts_replace(conn, key, row[0], w.content)
-    if new_vector:
-        put_vector(conn, space.id, key, seq, blob)
+    if new_vector and embedded:
+        put_vector(conn, space.id, key, seq, w.vector.astype(np.float32).tobytes())
     index_fact(conn, key)
-    if not store.provenance_recorded:
+    if embedded and not store.provenance_recorded:
         record_provenance(conn, space.identity.model, space.identity.dimension)
     if new_vector:  # only a new vector needs the migration's replay (edges are shared)
         store.journal_write(conn, key)
     index = store.index
-    vec = w.vector.reshape(1, -1)
+    vec = w.vector.reshape(1, -1) if embedded else None
     text_changed = row is not None and row[0] != w.content
 
     def effect() -> None:
-        store.provenance_recorded = True
+        if embedded:
+            store.provenance_recorded = True
         if text_changed:
             store.text_generation += 1
-        if new_vector and index is not None:
+        if new_vector and index is not None and vec is not None:
             index.add(np.asarray([key], dtype=np.int64), vec, seq)
         if w.expires_at is not None:
             store.note_expiry(w.expires_at)

@@ -65,6 +65,10 @@ def test_a_write_while_the_model_loads_is_acknowledged_and_embedded_once_it_is_r
         assert loading.warnings and "vector search is still loading" in loading.warnings[0]
         assert rt.memory.why("deploy runbook").nodes[0].id == fact
         assert rt.memory.recall_fused("deploy runbook").to_dict()["warnings"]
+        compiled = rt.context.compile_context({"query": "deploy runbook", "fragments": [],
+                                               "token_budget": 500, "memory_scope": {}})
+        assert "the deploy runbook lives in the team wiki" in compiled["content"]
+        assert any("vector search is still loading" in w for w in compiled["warnings"])
         embedder.release.set()
         _wait(lambda: rt.state is State.READY and not rt.store.unembedded(None, 10, time.time()))
         ready = rt.memory.recall("deploy runbook")

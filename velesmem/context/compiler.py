@@ -99,7 +99,7 @@ def compile_request(
         elif not request.query.strip():
             warnings.append("memory_scope ignored: an empty query recalls nothing")
         else:
-            items += pull_memories(memory, request, start_order=len(items))
+            items += pull_memories(memory, request, start_order=len(items), warnings=warnings)
 
     disabled = policy.disabled_rules
     for item in items:

@@ -21,8 +21,10 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def pull_memories(memory: Any, request: CompileRequest, start_order: int) -> list[Item]:
-    """Items for the memories a fused recall returns, best blended score first."""
+def pull_memories(memory: Any, request: CompileRequest, start_order: int,
+                  warnings: list[str] | None = None) -> list[Item]:
+    """Items for the memories a fused recall returns, best blended score first; the recall's
+    own warnings (vector search still loading) are added to ``warnings``."""
     scope = request.memory_scope
     assert scope is not None
     project = scope.project if scope.project is not None else request.project
@@ -33,6 +35,8 @@ def pull_memories(memory: Any, request: CompileRequest, start_order: int) -> lis
         hops=scope.hops,
         graph_boost=scope.graph_boost,
     )
+    if warnings is not None:
+        warnings.extend(getattr(result, "warnings", ()))
     memories = list(result.memories)
     if not memories:
         return []

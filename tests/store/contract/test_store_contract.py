@@ -268,3 +268,34 @@ def test_restore_all_writes_an_import_in_one_transaction_or_nothing(store: Store
     with pytest.raises(InvalidInput):
         store.restore_all(RestoreWrite(NOW, (late, clash))).result()
     assert store.facts([key("late fact")], NOW) == {}
+
+
+def test_a_fact_stored_before_its_vector_is_found_filled_once_and_kept(
+        open_backend: Callable[[], Store]) -> None:
+    """A write never waits for the model: a fact stored without a vector is durable and
+    searchable by text, listed by ``unembedded``, and ``fill_vectors`` gives it exactly one."""
+    from velesmem.store import FactWrite
+
+    store = open_backend()
+    late = key("written while the model loads")
+    store.remember(FactWrite(late, "written while the model loads", "{}", None, NOW,
+                             None)).result()
+    assert store.provenance() is None  # no vector yet: nothing has filled the store
+    store.remember(write("embedded at once", seed=3)).result()
+    assert set(store.facts([late], NOW)) == {late}
+    assert late in store.text_search("model loads", None)[0].tolist()
+    assert store.unembedded(None, 10, NOW) == [(late, "written while the model loads")]
+    assert [i for i, _ in store.vector_search(vector(5), 5, None)] == [key("embedded at once")]
+    space = store.serving_space().id
+    assert store.fill_vectors(space + 1, [(late, vector(5))]).result() == 0  # not the serving one
+    assert store.fill_vectors(space, [(late, vector(5)), (key("embedded at once"), vector(9)),
+                                      (key("never stored"), vector(7))]).result() == 1
+    assert store.unembedded(None, 10, NOW) == []
+    assert store.vector_search(vector(5), 1, None)[0][0] == late
+    assert store.vector_search(vector(3), 1, None)[0][0] == key("embedded at once")  # unchanged
+    assert store.provenance() == IDENTITY
+    assert store.unembedded(late, 10, NOW) == []  # the cursor: keys above ``after`` only
+    store.close()
+    again = open_backend()
+    assert again.vector_search(vector(5), 1, None)[0][0] == late
+    assert again.verify() == []

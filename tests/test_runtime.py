@@ -70,7 +70,8 @@ def test_a_write_while_the_model_loads_is_acknowledged_and_embedded_once_it_is_r
         assert "the deploy runbook lives in the team wiki" in compiled["content"]
         assert any("vector search is still loading" in w for w in compiled["warnings"])
         embedder.release.set()
-        _wait(lambda: rt.state is State.READY and not rt.store.unembedded(None, 10, time.time()))
+        wait_for(lambda: rt.state is State.READY and not rt.store.unembedded(None, 10, time.time()),
+                 what="the backlog to be embedded")
         ready = rt.memory.recall("deploy runbook")
         assert ready.warnings == [] and "warnings" not in ready.to_dict()
         assert ready.memories[0].id == fact and ready.memories[0].score > 0.5  # by its vector

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import signal
 import sqlite3
-import sys
 import threading
 import time
 from pathlib import Path
@@ -18,8 +17,8 @@ import numpy as np
 import pytest
 from daemon_helpers import Daemon, structured, wait_for
 
-sys.path.append(str(Path(__file__).parents[1] / "embed"))
-from embedding_server import EmbeddingServer  # noqa: E402 - tests/embed's Ollama-speaking server
+from tests.embed.embedding_server import EmbeddingServer  # a real Ollama-speaking HTTP server
+from tests.support import wait_for_async
 
 from velesmem.ids import fact_id, to_i64
 from velesmem.memory import MemoryService
@@ -126,6 +125,9 @@ async def test_remember_and_recall_while_the_remote_embedder_stalls_then_all_get
                 assert found["warnings"], found
             why = structured(await client.call_tool("why", {"decision": facts[1]}))
             assert why["nodes"][0]["id_str"] == ids[1] and why["warnings"]
+            status = structured(await client.call_tool("memory_status", {}))
+            assert status["memory"]["facts"] == len(facts)
+            assert status["embedder"]["model"] == "ollama:stalling-minilm"
             assert _health(daemon)[1]["state"] == "warming"  # the probe is still hanging
             assert len(server.behaviour.requests) == 1  # nothing waited on the model but it
 
@@ -141,10 +143,8 @@ async def test_remember_and_recall_while_the_remote_embedder_stalls_then_all_get
                         return False  # its vector is not there yet (score: the raw cosine)
                 return True
 
-            deadline = time.monotonic() + 120
-            while not await every_fact_found_by_its_vector():
-                assert time.monotonic() < deadline, daemon.output()
-                await asyncio.sleep(0.2)
+            await wait_for_async(every_fact_found_by_its_vector, 120,
+                                 f"every fact found by its vector\n{daemon.output()}", 0.2)
         assert daemon.stop() == 0
 
 

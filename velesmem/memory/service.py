@@ -404,7 +404,7 @@ class MemoryService:
         recorded = self.store.provenance()
         counts = self.store.counts(self.now())
         return StatusResult(
-            embedder={"model": self.embedder.model, "dimension": self.embedder.dimension,
+            embedder={"model": self.embedder.model, "dimension": self._embedder_dimension(),
                       "semantic": bool(self.embedder.semantic)},
             provenance={"recorded": recorded is not None,
                         "model": recorded.model if recorded else None,
@@ -412,6 +412,18 @@ class MemoryService:
             extraction=self.extraction_status(),
             memory={"facts": counts.facts, "edges": counts.edges},
         )
+
+    def _embedder_dimension(self) -> int | None:
+        """The running embedder's dimension without waiting for it: a remote one learns it from
+        its probe, so while that is pending the serving space's (same model) answers, else
+        None."""
+        embedder = self.embedder
+        if self._can_embed() or getattr(embedder, "ready", True):
+            return embedder.dimension
+        space = self.store.serving_space()
+        if space is not None and space.identity.model == embedder.model:
+            return space.identity.dimension
+        return None
 
     # --- internal scaffolding ----------------------------------------------------------------
     def submit_put_internal(self, id: int, content: str, metadata: dict, *, kind: str,

@@ -37,10 +37,9 @@ def attach() -> int | None:
         return None
     from velesmem.daemon.relay import run_relay
     from velesmem.daemon.stdio import start_orphan_watchdog
-    from velesmem.daemon.upstream import Upstream
 
     start_orphan_watchdog(lambda: os._exit(0), parent)
-    return run_relay(Upstream(found.endpoint, found.connection), found.reconnect_s, found.ca)
+    return run_relay(found, locate=find_daemon)
 
 
 if __name__ == "__main__":

@@ -11,8 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from daemon_helpers import Daemon, LEGACY_INIT, structured, wait_for
+from daemon_helpers import LEGACY_INIT, Daemon, free_port, structured, wait_for
 from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from velesmem import installed
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -158,6 +160,42 @@ async def test_a_call_after_the_daemon_restarts_succeeds(make_daemon: Callable[.
                 ids = [m["id_str"] for m in found.structured_content["memories"]]
                 assert before.structured_content["id_str"] in ids
     assert "reconnected to" in log.read_text(), log.read_text()
+
+
+async def test_the_relay_follows_a_restarted_daemon_to_the_port_the_installer_record_names(
+    make_daemon: Callable[..., Daemon], tmp_path: Path,
+) -> None:
+    """The client's environment names no port: the relay finds the daemon through the installer
+    record, and after the daemon comes back on another port (the installer re-run with --port)
+    it finds it there again."""
+    daemon = make_daemon().start()
+    env = {k: v for k, v in daemon.env.items() if k != "VELESDB_MEMORY_HTTP_BIND"}
+    record = Path(str(installed.record_path(env)))
+
+    def record_port(port: int) -> None:
+        installed.write(installed.Record(settings={"VELESDB_MEMORY_HTTP_BIND": f"127.0.0.1:{port}"}), record)
+
+    record_port(daemon.port)
+    log = tmp_path / "relay.log"
+    params = StdioServerParameters(command=sys.executable, args=["-m", "velesmem"], env=env, cwd=str(daemon.root))
+    with open(log, "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                before = await session.call_tool("remember", {"fact": "written on the first port"})
+                assert not before.is_error, before
+                assert daemon.stop() == 0
+                daemon.port = free_port()
+                daemon.env["VELESDB_MEMORY_HTTP_BIND"] = f"127.0.0.1:{daemon.port}"
+                record_port(daemon.port)
+                daemon.start()
+                after = await session.call_tool("remember", {"fact": "written on the second port"})
+                assert not after.is_error, after
+    said = log.read_text()
+    assert f"the daemon is now at {daemon.url}" in said, said
+    async with daemon.client() as client:
+        seen = structured(await client.call_tool("recall", {"query": "written on the second port", "k": 3}))
+    assert after.structured_content["id_str"] in [m["id_str"] for m in seen["memories"]]
 
 
 def test_the_relay_exits_when_the_daemon_is_gone_for_good(make_daemon: Callable[..., Daemon],

@@ -19,8 +19,10 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, BinaryIO
 
+from velesmem.daemon.probe import Found
 from velesmem.daemon.upstream import PROTOCOL_HEADER, SESSION_HEADER, Answer, Gone, Upstream
 
 EXIT_OK = 0
@@ -43,8 +45,10 @@ def say(text: str) -> None:
 class Relay:
     """The relay's state: the session, the replayable handshake, what is in flight."""
 
-    def __init__(self, upstream: Upstream, out: BinaryIO, reconnect_s: float) -> None:
+    def __init__(self, upstream: Upstream, out: BinaryIO, reconnect_s: float,
+                 locate: Callable[[], Found | None] | None = None) -> None:
         self.upstream = upstream
+        self.locate = locate  # where the settings say the daemon is now (None: where it was)
         self.out = out
         self.reconnect_s = reconnect_s
         self.closed = threading.Event()  # stdin ended: the client is gone
@@ -194,7 +198,7 @@ class Relay:
         deadline = time.monotonic() + self.reconnect_s
         delay = RETRY_FIRST_S
         while not self.closed.is_set():
-            if self.upstream.healthy():
+            if self._find():
                 return True
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -202,6 +206,19 @@ class Relay:
             time.sleep(min(delay, remaining))
             delay = min(delay * 2, RETRY_MAX_S)
         return False
+
+    def _find(self) -> bool:
+        """Whether a daemon for our store answers, looked up afresh (the installer record may
+        name another port by now, the TLS dir a new CA); the upstream follows it there."""
+        if self.locate is None:
+            return self.upstream.healthy()
+        found = self.locate()
+        if found is None:
+            return False
+        if found.endpoint.url() != self.upstream.endpoint.url():
+            say(f"the daemon is now at {found.endpoint.url()}")
+        self.upstream.retarget(found.endpoint, found.connection)
+        return True
 
     def _recover(self, seen_generation: int) -> bool:
         """Get a new session (replaying the handshake) unless another thread already did since
@@ -214,7 +231,7 @@ class Relay:
             delay = RETRY_FIRST_S
             while not self.closed.is_set():
                 try:
-                    ok = self._handshake(forward=False) if self._init else self.upstream.healthy()
+                    ok = self._find() and (self._handshake(forward=False) if self._init else True)
                 except Gone:
                     ok = False
                 if ok:
@@ -294,13 +311,13 @@ class Relay:
                               separators=(",", ":")).encode())
 
 
-def run_relay(upstream: Upstream, reconnect_s: float, ca: str) -> int:
-    """Relay this process's stdin/stdout to the daemon until stdin closes (0) or the daemon is
-    gone for good (1)."""
-    url = upstream.endpoint.url()
-    scheme = "HTTPS" if upstream.endpoint.context else "HTTP"
-    say(f"attaching to {url} (stdio ↔ {scheme} relay, CA {ca})")
-    relay = Relay(upstream, sys.stdout.buffer, reconnect_s)
+def run_relay(found: Found, locate: Callable[[], Found | None] | None = None) -> int:
+    """Relay this process's stdin/stdout to the daemon ``found`` until stdin closes (0) or the
+    daemon is gone for good (1); ``locate`` finds it again after it went away."""
+    upstream = Upstream(found.endpoint, found.connection)
+    scheme = "HTTPS" if found.endpoint.context else "HTTP"
+    say(f"attaching to {found.endpoint.url()} (stdio ↔ {scheme} relay, CA {found.ca})")
+    relay = Relay(upstream, sys.stdout.buffer, found.reconnect_s, locate)
     try:
         return relay.run(sys.stdin.buffer)
     except KeyboardInterrupt:

@@ -47,13 +47,12 @@ def serve_stdio(settings: Settings) -> int:
         # the launcher found no daemon a moment ago; one may have taken the store since
         from velesmem.daemon.probe import find_daemon
         from velesmem.daemon.relay import run_relay
-        from velesmem.daemon.upstream import Upstream
 
         found = find_daemon(settings, explain=True)
         if found is None:
             raise
         start_orphan_watchdog(lambda: os._exit(0), parent)
-        return run_relay(Upstream(found.endpoint, found.connection), found.reconnect_s, found.ca)
+        return run_relay(found, locate=lambda: find_daemon(settings))
 
     def orphaned() -> None:
         log.info("parent process exited; closing the store")

@@ -121,6 +121,14 @@ class Upstream:
         finally:
             conn.close()
 
+    def retarget(self, endpoint: Endpoint, seed: http.client.HTTPConnection | None = None) -> None:
+        """Talk to ``endpoint`` from now on (the daemon came back elsewhere, or with a new CA)."""
+        with self._lock:
+            idle, self._idle = self._idle, [seed] if seed is not None else []
+            self.endpoint = endpoint
+        for conn in idle:
+            conn.close()
+
     def close(self) -> None:
         with self._lock:
             idle, self._idle = self._idle, []

@@ -394,6 +394,9 @@ class Runtime:
                 continue
             if thread.name == WARM_THREAD:  # maybe inside a model load: a daemon thread
                 thread.join(WARM_JOIN_S)
+                if thread.is_alive():
+                    log.info("stopping while the embedding model still loads (not waiting for "
+                             "it); facts stored meanwhile are embedded at the next start")
             else:
                 thread.join()
         self.executor.shutdown(wait=True)

@@ -9,15 +9,20 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from daemon_helpers import LEGACY_INIT, Daemon, free_port, structured, wait_for
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from velesmem import installed
+from velesmem.daemon.tls import prepare_tls
+from velesmem.daemon.upstream import (PROTOCOL_HEADER, SESSION_HEADER, Endpoint, Gone, Upstream,
+                                      client_ssl_context)
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
+BENCH = Path(__file__).resolve().parents[2] / "bench"
 EXIT_DEADLINE_S = 20.0
 HEAVY = ("numpy", "faiss", "onnxruntime", "mcp", "mcp_types", "httpx", "httpx2", "pydantic",
          "anyio", "starlette", "cryptography", "velesmem.runtime", "velesmem.store", "velesmem.cli")
@@ -233,3 +238,42 @@ def test_the_attach_path_loads_no_heavy_library(make_daemon: Callable[..., Daemo
     heavy = [h for h in HEAVY if h != entry]
     loaded = [m for m in modules if any(m == h or m.startswith(h + ".") for h in heavy)]
     assert loaded == []
+
+
+def test_the_upstream_relays_sse_replies_event_by_event(tmp_path: Path) -> None:
+    """The daemon answers POSTs as JSON; a server on the SDK's defaults answers them as SSE
+    streams. A real FastMCP server so configured (bench/_bare_fastmcp.py --defaults, TLS from a
+    local CA) is relayed message by message, with its session."""
+    files = prepare_tls(tmp_path / "tls")
+    port = free_port()
+    with open(tmp_path / "bare.log", "wb") as out:
+        server = subprocess.Popen([sys.executable, str(BENCH / "_bare_fastmcp.py"), str(port),
+                                   str(files.leaf_cert), str(files.leaf_key), "--defaults"],
+                                  stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    upstream = Upstream(Endpoint("127.0.0.1", port, client_ssl_context(files.ca_cert)))
+    try:
+        def initialize() -> Any:
+            assert server.poll() is None, (tmp_path / "bare.log").read_text()
+            got: list[bytes] = []
+            try:
+                return upstream.post(json.dumps(LEGACY_INIT).encode(), {}, got.append), got
+            except Gone:
+                return None
+
+        answer, got = wait_for(initialize, 60, "the FastMCP server to answer initialize")
+        assert answer.status == 200 and answer.session_id
+        assert json.loads(got[0])["result"]["serverInfo"]["name"] == "bare"
+        session = {SESSION_HEADER: answer.session_id, PROTOCOL_HEADER: "2025-06-18"}
+        assert upstream.post(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode(),
+                             session, got.append).status == 202
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "remember", "arguments": {"fact": "over SSE"}}}
+        replies: list[bytes] = []
+        answer = upstream.post(json.dumps(call).encode(), session, replies.append)
+        assert answer.status == 200
+        assert [json.loads(r)["id"] for r in replies] == [2]
+        assert json.loads(replies[0])["result"]["structuredContent"]["id_str"]
+    finally:
+        upstream.close()
+        server.terminate()
+        server.wait(30)

@@ -6,6 +6,7 @@ exits 0 within its bound and prints nothing."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -18,6 +19,8 @@ import pytest
 from conftest import SAMPLES
 from daemon_helpers import Daemon, clean_env, structured
 
+from tests.support import DEADLINE_S, deadline_scale
+from tests.support.bounds import record
 from velesmem.agents.hooks import (CONTEXT_CHAR_CAP, EXCERPT_CHARS, MARK, HookInput,
                                    checkpoint_entries, merge_checkpoint, parse_input,
                                    render_current)
@@ -27,8 +30,12 @@ from velesmem.config import Settings
 from velesmem.daemon.address import daemon_address
 from velesmem.daemon.tls import client_ssl_context, tls_files
 
-BOUND_S = 3.0  # the hook's own bound is ~2 s; the test allows interpreter start-up on top
+# Noted for bench/bounds.py, never asserted (a loaded machine is slow, not wrong):
+BOUND_S = 3.0  # the hook's own deadline is ~2 s; interpreter start-up on top
 WATCHDOG_BOUND_S = 4.0  # deadline 2 s + grace 0.5 s + interpreter start-up
+DEADLINE_FLOOR_S = 1.5  # a hook that waited for its deadline took at least this
+# What the hook says on stderr when the daemon never answered within its deadline.
+HOOK_DEADLINE_MESSAGE = re.compile(r"deadline|timed out|gave up", re.IGNORECASE)
 SESSION_CAP = 64  # VELESDB_MEMORY_HTTP_MAX_SESSIONS' default
 
 
@@ -43,12 +50,18 @@ def sample(name: str, cwd: Path | None, transcript: Path | None = None) -> dict[
 
 
 def run_hook(env: dict[str, str], event: str, payload: dict[str, Any] | bytes, cwd: Path,
-             ) -> tuple[subprocess.CompletedProcess[str], float]:
+             bound: str | None = None, floor_s: float = 0.0,
+             ) -> tuple[subprocess.CompletedProcess[str], None]:
+    """Run ``velesmem hook EVENT`` as the agent does; with ``bound`` its duration is noted for
+    bench/bounds.py under that name (never asserted here)."""
     raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     start = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "velesmem", "hook", event], input=raw.decode(),
-                          env=env, cwd=cwd, capture_output=True, text=True, timeout=30, check=False)
-    return done, time.monotonic() - start
+                          env=env, cwd=cwd, capture_output=True, text=True, timeout=120,
+                          check=False)
+    if bound is not None:
+        record(bound, time.monotonic() - start, BOUND_S, floor_s)
+    return done, None
 
 
 def context_of(done: subprocess.CompletedProcess[str]) -> str:
@@ -139,8 +152,9 @@ async def test_session_start_after_a_save_prints_that_context(daemon: Daemon, tm
                "pending_actions": ["run the nightly soak test"]}
     await mcp(daemon, "save_working_context", project="checkout-a", session=payload["session_id"],
               working=working)
-    done, elapsed = run_hook(daemon.env, "session-start", payload, cwd)
-    assert done.returncode == 0 and elapsed < BOUND_S, (done.stderr, elapsed)
+    done, _ = run_hook(daemon.env, "session-start", payload, cwd,
+                       bound="hook: session-start against a running daemon")
+    assert done.returncode == 0, done.stderr
     text = context_of(done)
     for expected in ('project "checkout-a"', f'session "{payload["session_id"]}"',
                      "Goal: ship the upload retry cap", "- never retry a 4xx",
@@ -189,8 +203,8 @@ async def test_stop_and_pre_compact_checkpoint_without_touching_the_agents_state
     await mcp(daemon, "save_working_context", project="checkout-c", session=session,
               working={"goal": "ship it",
                        "exact_evidence": [{"text": "the log", "handle": "ctx://source/9"}]})
-    done, elapsed = run_hook(daemon.env, "stop", stop, cwd)
-    assert done.returncode == 0 and done.stdout == "" and elapsed < BOUND_S, done.stderr
+    done, _ = run_hook(daemon.env, "stop", stop, cwd, bound="hook: stop against a running daemon")
+    assert done.returncode == 0 and done.stdout == "", done.stderr
     loaded = await mcp(daemon, "load_working_context", project="checkout-c", session=session)
     evidence = loaded["working"]["exact_evidence"]
     assert loaded["working"]["goal"] == "ship it"
@@ -230,7 +244,7 @@ def test_hook_sessions_free_their_slot(daemon: Daemon) -> None:
 
 # --- no daemon, or one that never answers --------------------------------------------------------
 @pytest.mark.integration
-def test_with_the_daemon_down_every_hook_exits_0_quickly_and_prints_nothing(
+def test_with_the_daemon_down_every_hook_exits_0_and_prints_nothing(
         make_daemon: Callable[..., Daemon], tmp_path: Path) -> None:
     down = make_daemon()
     down.start()
@@ -238,8 +252,9 @@ def test_with_the_daemon_down_every_hook_exits_0_quickly_and_prints_nothing(
     cwd = repo(tmp_path, "offline")
     for event, name in (("session-start", "session_start_startup"), ("pre-compact", "pre_compact_auto"),
                         ("stop", "stop")):
-        done, elapsed = run_hook(down.env, event, sample(name, cwd), cwd)
-        assert done.returncode == 0 and done.stdout == "" and elapsed < BOUND_S, (event, done, elapsed)
+        done, _ = run_hook(down.env, event, sample(name, cwd), cwd,
+                           bound=f"hook: {event} with the daemon down")
+        assert done.returncode == 0 and done.stdout == "", (event, done)
         assert done.stderr.count("\n") <= 1
 
 
@@ -256,9 +271,11 @@ def test_a_port_that_accepts_but_never_answers_cannot_hold_the_agent(tmp_path: P
                         VELESDB_MEMORY_HTTP_BIND=f"127.0.0.1:{port}",
                         VELESDB_MEMORY_PATH=str(tmp_path / "store"))
         cwd = repo(tmp_path, "stuck")
-        done, elapsed = run_hook(env, "session-start", sample("session_start_startup", cwd), cwd)
+        done, _ = run_hook(env, "session-start", sample("session_start_startup", cwd), cwd,
+                           bound="hook: session-start against a port that never answers",
+                           floor_s=DEADLINE_FLOOR_S)
     assert done.returncode == 0 and done.stdout == "", done
-    assert 1.5 < elapsed < BOUND_S, elapsed  # it waited for its deadline, and no longer
+    assert HOOK_DEADLINE_MESSAGE.search(done.stderr), done.stderr  # it gave up at its deadline
 
 
 def _any_ca_pem() -> str:
@@ -280,7 +297,10 @@ def test_stdin_that_never_closes_is_cut_off_by_the_watchdog(tmp_path: Path) -> N
                             cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     try:
-        proc.wait(timeout=WATCHDOG_BOUND_S)  # stdin stays open: communicate() would close it
+        # stdin stays open (communicate() would close it): the exit is the watchdog's doing
+        proc.wait(timeout=DEADLINE_S * deadline_scale())
+        record("hook: the watchdog ends a hook whose stdin never closes",
+               time.monotonic() - start, WATCHDOG_BOUND_S, 2.0)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -291,5 +311,4 @@ def test_stdin_that_never_closes_is_cut_off_by_the_watchdog(tmp_path: Path) -> N
         proc.stdout.close()
         proc.stderr.close()
     assert proc.returncode == 0 and out == b"", err
-    assert b"gave up after" in err
-    assert 2.0 < time.monotonic() - start < WATCHDOG_BOUND_S
+    assert b"gave up after" in err  # the watchdog's own line: it, not stdin, ended the hook

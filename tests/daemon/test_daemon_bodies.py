@@ -13,6 +13,8 @@ import httpx
 import pytest
 from daemon_helpers import Daemon, open_session, session_headers, structured, tls_socket
 
+from tests.support.bounds import record
+
 from velesmem import limits
 from velesmem.daemon.connections import PROTOCOLS
 from velesmem.daemon.tuning import HTTP_PROTOCOL_ENV
@@ -119,7 +121,8 @@ async def test_four_concurrent_70_mib_bodies_stay_within_the_memory_budget_and_h
         assert f'"id":{10 + i}' in answer.text and "fact is" in answer.text, answer.text[:300]
     growth = daemon.pid_status("VmHWM") - hwm_before
     assert growth < MAX_GROWTH_KIB, f"peak RSS grew by {growth // 1024} MiB"
-    assert len(latencies) >= 3 and max(latencies) < HEALTH_MAX_S, latencies
+    assert len(latencies) >= 3, latencies  # /health answered while the bodies came in
+    record("daemon: slowest /health while four large bodies arrive", max(latencies), HEALTH_MAX_S)
 
 
 async def test_large_body_waits_for_the_budget_then_gets_a_worded_503_while_small_calls_pass(
@@ -143,7 +146,9 @@ async def test_large_body_waits_for_the_budget_then_gets_a_worded_503_while_smal
         waited = http.post(daemon.url, content=second, headers=headers)
         assert waited.status_code == 503, waited.text[:300]
         assert "VELESDB_MEMORY_HTTP_MAX_BODY_BYTES_IN_FLIGHT" in waited.json()["error"]["message"]
-        assert time.monotonic() - t0 >= 1.0  # it waited in line first
+        # Only a wait that ran out gets this 503; how long it waited is for bench/bounds.py.
+        record("daemon: a large body waits its 1 s in line before the 503", time.monotonic() - t0,
+               30.0, 1.0)
         small = http.post(daemon.url, headers=headers,
                           json={"jsonrpc": "2.0", "id": 23, "method": "tools/call",
                                 "params": {"name": "remember", "arguments": {"fact": "small calls never wait"}}})

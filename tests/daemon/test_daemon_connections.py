@@ -14,6 +14,9 @@ import httpx
 import pytest
 from daemon_helpers import Daemon, tls_socket
 
+from tests.support import DEADLINE_S, deadline_scale
+from tests.support.bounds import record
+
 from velesmem import limits
 from velesmem.daemon.connections import PROTOCOLS
 from velesmem.daemon.tuning import HTTP_PROTOCOL_ENV
@@ -24,11 +27,13 @@ TIMEOUT_S = 1.0
 NOFILE = 256
 SLOW_CLIENTS = 300
 PROBE_S = 0.1
+CLOSE_DEADLINE_S = DEADLINE_S  # a ceiling for the close to come, not a measurement
 
 
 def _closed_after(sock: ssl.SSLSocket, started: float, deadline_s: float, trickle: bytes = b"") -> float:
     """Seconds from ``started`` until the daemon closes ``sock`` (trickling ``trickle`` meanwhile)."""
     sock.settimeout(PROBE_S)
+    deadline_s *= deadline_scale()
     end = started + deadline_s
     while time.monotonic() < end:
         try:
@@ -60,16 +65,19 @@ def test_a_trickled_head_a_stalled_body_and_idle_connections_are_cut_at_the_time
         assert kept_alive.recv(65536).startswith(b"HTTP/1.1 200")
         # A header byte every 0.1 s never pushes the deadline back: the head must be complete in time.
         times = {
-            "trickled": _closed_after(trickled, started, 10, trickle=b"X"),
-            "silent": _closed_after(silent, started, 10),
-            "stalled": _closed_after(stalled, started, 10),
-            "kept_alive": _closed_after(kept_alive, started, 10),
+            "trickled": _closed_after(trickled, started, CLOSE_DEADLINE_S, trickle=b"X"),
+            "silent": _closed_after(silent, started, CLOSE_DEADLINE_S),
+            "stalled": _closed_after(stalled, started, CLOSE_DEADLINE_S),
+            "kept_alive": _closed_after(kept_alive, started, CLOSE_DEADLINE_S),
         }
     finally:
         for sock in (silent, trickled, stalled, kept_alive):
             sock.close()
-    assert all(t < TIMEOUT_S + 2.0 for t in times.values()), times
-    assert times["trickled"] >= TIMEOUT_S * 0.8, times  # not cut before its time either
+    # Every one was closed by the daemon (the behaviour); when is for bench/bounds.py: each at
+    # the 1 s timeout, the trickled head not before it (its bytes never push the deadline back).
+    for name, seconds in times.items():
+        record(f"daemon ({protocol}): a {name.replace('_', '-')} connection is cut at the 1 s timeout",
+               seconds, TIMEOUT_S + 2.0, TIMEOUT_S * 0.8 if name == "trickled" else 0.0)
     assert httpx.get(f"{daemon.base}/health", verify=daemon.ssl_context()).status_code == 200
 
 
@@ -91,7 +99,7 @@ def test_slow_headers_are_timed_out_and_health_answers_under_a_256_fd_limit(
         while not stop.is_set():
             t0 = time.perf_counter()
             try:
-                r = httpx.get(f"{daemon.base}/health", verify=daemon.ssl_context(), timeout=5)
+                r = httpx.get(f"{daemon.base}/health", verify=daemon.ssl_context(), timeout=60)
                 if r.status_code != 200:
                     failures.append(f"status {r.status_code}")
             except (httpx.HTTPError, OSError) as exc:
@@ -108,14 +116,15 @@ def test_slow_headers_are_timed_out_and_health_answers_under_a_256_fd_limit(
             sock.sendall(f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{daemon.port}\r\nX-Slow: ".encode())
             slow.append(sock)
         started = time.monotonic()
-        closed = [_closed_after(sock, started, 15) for sock in slow]
+        closed = [_closed_after(sock, started, CLOSE_DEADLINE_S) for sock in slow]
     finally:
         stop.set()
         prober.join()
         for sock in slow:
             sock.close()
     assert failures == [], failures[:5]
-    assert len(latencies) >= 5 and max(latencies) < 3.0, (len(latencies), max(latencies))
-    assert max(closed) < 15
+    assert len(latencies) >= 5, latencies  # /health answered all along the flood
+    record(f"daemon ({protocol}): slowest /health under 300 slow clients", max(latencies), 3.0)
+    record(f"daemon ({protocol}): the last of 300 slow clients is closed", max(closed), 15.0)
     assert daemon.healthy()
     assert f"at most {NOFILE - limits.HTTP_FD_RESERVE} connections at once" in daemon.output()

@@ -13,6 +13,8 @@ import httpx
 import pytest
 from daemon_helpers import Daemon, raw_post, structured, wait_for
 
+from tests.support.bounds import record
+
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 
@@ -28,10 +30,9 @@ def test_second_daemon_on_the_same_store_exits_fast_with_the_lock_message(
     t0 = time.monotonic()
     second.start(wait=False)
     assert second.proc is not None
-    code = second.proc.wait(timeout=10)
-    elapsed = time.monotonic() - t0
+    code = second.proc.wait(timeout=120)  # it exits by itself: no health check, no wait
+    record("daemon: a second daemon on a held store exits", time.monotonic() - t0, 2.0)
     assert code != 0
-    assert elapsed < 2.0, elapsed
     out = second.output()
     assert "lock" in out.lower() and str(first.store) in out, out
     assert first.healthy()  # the first daemon is untouched

@@ -5,13 +5,13 @@ from __future__ import annotations
 import logging
 import socket
 import threading
-import time
 
 import numpy as np
 import pytest
 from embedding_server import EmbeddingServer
 
 from tests.support import wait_for
+from tests.support.bounds import timed
 from velesmem.config import Settings, settings_help
 from velesmem.embed import Embedder, EmbedderWarming, HashEmbedder, load_embedder
 from velesmem.embed.remote import OllamaEmbedder, OpenAIEmbedder, openai_embeddings_url
@@ -161,10 +161,10 @@ def test_an_unreachable_server_is_a_worded_error_not_a_crash() -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     embedder = load_embedder(Settings(embedder="ollama", ollama_url=f"http://127.0.0.1:{port}"))
-    started = time.monotonic()
-    with pytest.raises(Internal, match="cannot reach http://127.0.0.1:.* start Ollama"):
+    with timed("embedder (ollama): an unreachable server is reported", 10.0), \
+            pytest.raises(Internal, match="cannot reach http://127.0.0.1:.* start Ollama"):
         embedder.warm()
-    assert time.monotonic() - started < 10 and not embedder.ready
+    assert not embedder.ready
 
 
 def test_a_stalled_server_times_out(server) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from velesmem.config import Settings
@@ -55,7 +54,9 @@ def test_autograph_off_builds_no_hubs(tmp_path: Path) -> None:
     with open_rt(tmp_path, autograph="off") as rt:
         rt.memory.remember("PR #7 fixes EPIC-1")
         rt.memory.remember("EPIC-1 is the login bug")
-        time.sleep(0.3)
+        # off, nothing is queued and no worker runs: the queue is empty and idle right away (a
+        # fact queued by mistake would stay there, with no worker, and this wait would fail)
+        assert rt.autograph.wait_idle(30)
         assert rt.memory.memory_status().memory["edges"] == 0
         assert rt.memory.memory_status().extraction["autograph_active"] is False
         assert rt.autograph.active is False

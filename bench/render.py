@@ -64,10 +64,30 @@ def render_shutdown(data: dict[str, Any]) -> list[str]:
     return lines
 
 
+def render_bounds(data: dict[str, Any]) -> list[str]:
+    """bench/bounds.py: the durations the tests note (and no longer assert), against their bounds."""
+    entries = data["entries"]
+    met = sum(e["met"] for e in entries)
+    lines = ["The time bounds the test suite used to assert, measured by running the tests that "
+             "note them (`tests.support.bounds.record`): the worst and best figure of each, "
+             "beside its bound (and its floor, where the point is that a deadline was waited "
+             f"for). {met} of {len(entries)} met; the tests themselves "
+             f"{'passed' if data['pytest_exit'] == 0 else 'FAILED (pytest exit %d)' % data['pytest_exit']}"
+             f" in {data['wall_s']:.0f} s.", ""]
+    rows = [[e["name"], str(e["runs"]), f"{e['max_s']:.3f} s", f"{e['min_s']:.3f} s",
+             f"{e['floor_s']:g} s" if e["floor_s"] else "", f"< {e['bound_s']:g} s",
+             "met" if e["met"] else "**missed**"] for e in entries]
+    lines += _table(["what", "runs", "worst", "best", "floor", "bound", ""], rows)
+    lines += ["", f"Measured with `{data['command']}` on {data['machine']} (load "
+                  f"{data['load_before']} before, {data['load_after']} after).", ""]
+    return lines
+
+
 # result name → (section heading, renderer of its body)
 RENDERERS: dict[str, tuple[str, Callable[[dict[str, Any]], list[str]]]] = {
     "attach": ("## stdio attach", render_attach),
     "shutdown": ("## Stopping with clients attached", render_shutdown),
+    "bounds": ("## Time bounds of the test suite", render_bounds),
 }
 
 

@@ -29,6 +29,9 @@ from tests.support import Clock, require_module
 from velesmem.config import Settings
 from velesmem.memory import MemoryService
 
+# pytester: tests/test_suite_rules.py runs a leaky test under the suite's own warning filters.
+pytest_plugins = ["pytester"]
+
 NODE_DIR = Path(__file__).resolve().parent / "node"
 NPM_CI_TIMEOUT_S = 900.0  # the pinned agent CLIs are ~1.5 GB of native binaries on a cold cache
 # Where a user's per-user files live besides HOME: the installer record, client configs.

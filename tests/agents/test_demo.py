@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import DEADLINE_S, deadline_scale
 from tests.support.bounds import timed
 from velesmem.agents.demo import CHAINS, render, run
 
@@ -84,21 +85,24 @@ def _in_a_terminal(tmp: Path, **extra: str) -> str:
     proc = subprocess.Popen([sys.executable, "-m", "velesmem", "demo"], env=demo_env(tmp, **extra),
                             stdin=follower, stdout=follower, stderr=subprocess.PIPE)
     os.close(follower)
-    chunks, deadline = [], time.monotonic() + 120
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([leader], [], [], 1.0)
-        if ready:
-            try:
-                data = os.read(leader, 65536)
-            except OSError:  # the terminal closed: the demo is done
+    chunks, deadline = [], time.monotonic() + DEADLINE_S * deadline_scale()
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([leader], [], [], 1.0)
+            if ready:
+                try:
+                    data = os.read(leader, 65536)
+                except OSError:  # the terminal closed: the demo is done
+                    break
+                if not data:
+                    break
+                chunks.append(data)
+            elif proc.poll() is not None:
                 break
-            if not data:
-                break
-            chunks.append(data)
-        elif proc.poll() is not None:
-            break
-    os.close(leader)
-    assert proc.wait(30) == 0
+    finally:
+        os.close(leader)
+    with proc:  # closes its stderr pipe
+        assert proc.wait(120) == 0, proc.stderr.read() if proc.stderr else ""
     return b"".join(chunks).decode("utf-8", "replace")
 
 

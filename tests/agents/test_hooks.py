@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SAMPLES
 from daemon_helpers import Daemon, clean_env, structured
 
 from tests.support import DEADLINE_S, deadline_scale
@@ -30,6 +29,9 @@ from velesmem.config import Settings
 from velesmem.daemon.address import daemon_address
 from velesmem.daemon.tls import client_ssl_context, tls_files
 
+# Not ``from conftest import SAMPLES``: every conftest.py of a folder without __init__.py is the
+# module "conftest", and which one that names depends on the paths pytest was given.
+SAMPLES = Path(__file__).resolve().parent / "samples"
 # Noted for bench/bounds.py, never asserted (a loaded machine is slow, not wrong):
 BOUND_S = 3.0  # the hook's own deadline is ~2 s; interpreter start-up on top
 WATCHDOG_BOUND_S = 4.0  # deadline 2 s + grace 0.5 s + interpreter start-up

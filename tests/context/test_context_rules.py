@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from context_helpers import compile_, decision, media_fragment, png_b64
@@ -180,7 +182,7 @@ def test_every_disableable_rule_can_be_switched_off(rule: str) -> None:
 
 
 def test_every_rule_id_is_covered_by_this_module() -> None:
-    source = open(__file__, encoding="utf-8").read()
+    source = Path(__file__).read_text(encoding="utf-8")
     assert all(rule in source for rule in ALL_RULES)
 
 

@@ -156,5 +156,6 @@ def test_attached_stdio_proxy_exits_when_stdin_closes(make_daemon: Callable[...,
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        proc.stdout.close()
     assert code == 0, log.read_text()
     assert "attaching to" in log.read_text()

@@ -14,7 +14,8 @@ from tests.support import wait_for
 from tests.support.bounds import timed
 from velesmem.config import Settings, settings_help
 from velesmem.embed import Embedder, EmbedderWarming, HashEmbedder, load_embedder
-from velesmem.embed.remote import OllamaEmbedder, OpenAIEmbedder, openai_embeddings_url
+from velesmem.embed.remote import (OllamaEmbedder, OpenAIEmbedder, RemoteEmbedder,
+                                   openai_embeddings_url)
 from velesmem.errors import Internal
 
 KEY = "sk-test-0123456789-never-print-me"
@@ -25,6 +26,23 @@ TEXTS = ["we chose postgres for the json support", "the deploy failed", "carolin
 def server():
     with EmbeddingServer() as srv:
         yield srv
+
+
+@pytest.fixture(autouse=True)
+def _close_every_embedder(monkeypatch: pytest.MonkeyPatch):
+    """Each remote embedder a test makes (directly or through load_embedder) holds an HTTP
+    connection pool: closed after the test, so no socket is left to the garbage collector."""
+    made: list[RemoteEmbedder] = []
+    real_init = RemoteEmbedder.__init__
+
+    def init(self: RemoteEmbedder, *args: object, **kwargs: object) -> None:
+        real_init(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(RemoteEmbedder, "__init__", init)
+    yield
+    for embedder in made:
+        embedder.close()
 
 
 @pytest.fixture(autouse=True)

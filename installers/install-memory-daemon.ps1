@@ -5,6 +5,7 @@
 .DESCRIPTION
   Thin on purpose: it makes a virtual environment, pip-installs velesmem, then calls the Python
   subcommands that do the work (and are tested on every OS):
+    velesdb-memory prepare-model     the local model's int8 graph, derived once beside the install
     velesdb-memory service install   a per-user Scheduled Task \VelesDB\MemoryDaemon (no admin)
     velesdb-memory service wait      /health over strict TLS against the daemon's own CA
     velesdb-memory trust-ca          the CA in Cert:\CurrentUser\Root (thumbprint checked first)
@@ -310,6 +311,13 @@ if (-not (Test-Path $Command)) {
 if ($WireOnly) {
     Note "skipped" "service install and CA trust" "-WireOnly"
 } else {
+    # The local model's int8 graph, derived now (seconds, once) so no daemon start pays for it.
+    $ModelFile = & $Py -P -m velesmem prepare-model
+    if ($LASTEXITCODE -eq 0) {
+        Note "done" "local model prepared" $(if ($ModelFile) { "$ModelFile" } else { "nothing to prepare" })
+    } else {
+        Note "warning" "local model prepared" "prepare-model failed; the daemon derives it on its first start"
+    }
     if (-not (Vm service install @ServiceArgs --summary $Summary)) {
         Note "failed" "install stopped" "the daemon is not running, so no client was wired"
         $Next = "the daemon's own words are above; fix that and re-run the installer"

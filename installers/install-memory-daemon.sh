@@ -3,6 +3,7 @@
 # daemon (macOS + Linux). Thin on purpose: it makes a virtual environment, pip-installs velesmem,
 # puts `velesdb-memory` on PATH (~/.local/bin), then calls the Python subcommands that do the work
 # (and are tested on every OS):
+#   velesdb-memory prepare-model     the local model's int8 graph, derived once beside the install
 #   velesdb-memory service install   autostart (launchd / systemd --user / detached fallback), and
 #                                    the installer record every later command reads its port from
 #   velesdb-memory service wait      /health over strict TLS against the daemon's own CA
@@ -400,6 +401,12 @@ link_commands
 if [ "$WIRE_ONLY" = 1 ]; then
   note skipped "service install and CA trust" "--wire-only"
 else
+  # The local model's int8 graph, derived now (seconds, once) so no daemon start pays for it.
+  if MODEL_FILE=$(vm prepare-model); then
+    note "done" "local model prepared" "${MODEL_FILE:-nothing to prepare}"
+  else
+    note warning "local model prepared" "prepare-model failed; the daemon derives it on its first start"
+  fi
   if ! vm service install ${SERVICE_ARGS[@]+"${SERVICE_ARGS[@]}"} --summary "$SUMMARY"; then
     note failed "install stopped" "the daemon is not running, so no client was wired"
     NEXT="the daemon's own words are above; fix that and re-run the installer"

@@ -27,12 +27,12 @@ def float_embedder(_model_cache: Path) -> LocalEmbedder:
     return embedder
 
 
-def test_the_int8_graph_is_derived_once_into_the_user_cache(local_embedder: LocalEmbedder,
-                                                            _model_cache: Path) -> None:
-    derived = quantized_model(model_file(), MODEL_SHA256)
+def test_without_a_prepared_graph_it_is_derived_once_into_the_user_cache(
+        local_embedder: LocalEmbedder, _model_cache: Path) -> None:
+    derived = quantized_model(model_file(), MODEL_SHA256, [cache_dir()])
     assert derived.parent == cache_dir() == _model_cache / "velesmem" / "models"
     before = derived.stat().st_mtime_ns
-    assert quantized_model(model_file(), MODEL_SHA256) == derived
+    assert quantized_model(model_file(), MODEL_SHA256, [cache_dir()]) == derived
     assert derived.stat().st_mtime_ns == before  # reused, not derived again
     assert [p.name for p in derived.parent.iterdir()] == [derived.name]  # no temporary left
 
@@ -40,10 +40,10 @@ def test_the_int8_graph_is_derived_once_into_the_user_cache(local_embedder: Loca
 def test_the_int8_graph_is_derived_again_when_its_file_is_gone(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    derived = quantized_model(model_file(), MODEL_SHA256)
+    derived = quantized_model(model_file(), MODEL_SHA256, [cache_dir()])
     assert derived.is_file() and derived.parent == tmp_path / "velesmem" / "models"
     os.unlink(derived)
-    assert quantized_model(model_file(), MODEL_SHA256).is_file()
+    assert quantized_model(model_file(), MODEL_SHA256, [cache_dir()]).is_file()
 
 
 def test_int8_vectors_stay_close_to_the_float_graph(local_embedder: LocalEmbedder,
@@ -96,7 +96,7 @@ def test_deriving_the_int8_graph_logs_no_preprocessing_advice(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     handlers = list(logging.getLogger().handlers)
     with caplog.at_level(logging.DEBUG):
-        assert quantized_model(model_file(), MODEL_SHA256).is_file()
+        assert quantized_model(model_file(), MODEL_SHA256, [cache_dir()]).is_file()
         logging.getLogger().warning("another warning still reaches the root logger")
     messages = [r.getMessage() for r in caplog.records]
     assert not [m for m in messages if "pre-processing" in m], messages

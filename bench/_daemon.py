@@ -128,15 +128,16 @@ def start_daemon(root: Path, embedder: str = "hash", extra_env: dict[str, str] |
     return Served(proc, f"{base}/mcp", base, ca, log, time.perf_counter() - t0)
 
 
-def start_bare(root: Path, defaults: bool = False, stack: tuple[str, str] = ("asyncio", "h11")) -> Served:
-    """The bare FastMCP floor (``_bare_fastmcp.py``) on a free port, TLS from a CA under ``root``;
-    with the daemon's ``http_app`` options, or FastMCP's ``defaults``; on uvicorn's ``stack``
-    (event loop, HTTP protocol)."""
+def start_bare(root: Path, defaults: bool = False, stack: tuple[str, str] = ("asyncio", "h11"),
+               script: str = "_bare_fastmcp.py") -> Served:
+    """A bare floor on a free port, TLS from a CA under ``root``: ``_bare_fastmcp.py`` (with the
+    daemon's ``http_app`` options, or FastMCP's ``defaults``) or ``_bare_sdk.py`` (the MCP SDK's
+    lowlevel server); on uvicorn's ``stack`` (event loop, HTTP protocol)."""
     root.mkdir(parents=True, exist_ok=True)
     files = prepare_tls(root / "bare-tls")
     port = free_port()
-    log = root / "bare.log"
-    proc = subprocess.Popen([sys.executable, str(BENCH_DIR / "_bare_fastmcp.py"), str(port),
+    log = root / f"{Path(script).stem}.log"
+    proc = subprocess.Popen([sys.executable, str(BENCH_DIR / script), str(port),
                              str(files.leaf_cert), str(files.leaf_key), *(["--defaults"] if defaults else []),
                              "--loop", stack[0], "--http", stack[1]],
                             stdout=log.open("wb"),

@@ -35,11 +35,13 @@ SERVERS = ("velesmem", "bare FastMCP", "bare MCP SDK")
 
 
 def commit() -> dict[str, str]:
-    """The checkout's commit (and whether its velesmem/ differs from it), for the record."""
+    """The checkout's commit, the last commit that changed velesmem/ (the code measured), and
+    whether velesmem/ has uncommitted changes, for the record."""
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(CHECKOUT), *args], capture_output=True, text=True,
                               check=False).stdout.strip()
     return {"commit": git("rev-parse", "--short", "HEAD"), "subject": git("log", "-1", "--format=%s"),
+            "velesmem_commit": git("log", "-1", "--format=%h %s", "--", "velesmem"),
             "velesmem_modified": "yes" if git("status", "--porcelain", "--", "velesmem") else "no"}
 
 
@@ -94,8 +96,8 @@ def main() -> None:
     print(f"\nCPU per call of the server process, {args.clients} client(s), {args.ops} remembers each, "
           f"medians of {args.rounds} rotated rounds; started {started}")
     print(f"machine: {machine()}; load average before {load_before}, after {load_after}")
-    print(f"checkout: {measured['commit']} ({measured['subject']}); velesmem/ modified: "
-          f"{measured['velesmem_modified']}")
+    print(f"checkout: {measured['commit']} ({measured['subject']}); velesmem/ last changed by "
+          f"{measured['velesmem_commit']}; uncommitted changes there: {measured['velesmem_modified']}")
     print(f"command: {command()}\n")
     print_table(["server", "CPU ms per call", "per round", "p50 ms", "calls/s", "errors"],
                 [[name, f["cpu_ms_per_call"], " ".join(map(str, f["cpu_ms_per_call_rounds"])), f["p50_ms"],

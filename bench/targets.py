@@ -42,6 +42,7 @@ class Run:
 
 
 RUNS = (
+    Run("remember_cpu"),
     Run("http_load"),
     Run("engine", ("--sizes", "100000"), (("OPENBLAS_NUM_THREADS", "1"),)),
     Run("http_health"),
@@ -134,7 +135,32 @@ def _locomo(locomo: dict[str, Any]) -> tuple[str, bool, str]:
             "recorded " + " / ".join(f"{h:.3f}" for h in LOCOMO_HYBRID_HASH))
 
 
+def _remember_cpu(cpu: dict[str, Any]) -> tuple[str, bool, str]:
+    servers = cpu["servers"]
+    return (f"{cpu['x_bare_fastmcp']}x bare FastMCP, {cpu['x_bare_sdk']}x bare SDK "
+            f"({servers['velesmem']['cpu_ms_per_call']} ms)",
+            max(cpu["x_bare_fastmcp"], cpu["x_bare_sdk"]) <= cpu["target_x"],
+            f"bare calls {servers['bare FastMCP']['cpu_ms_per_call']} / "
+            f"{servers['bare MCP SDK']['cpu_ms_per_call']} ms CPU")
+
+
+def _attach(key: str, unit: str) -> Callable[[dict[str, Any]], tuple[str, bool, str]]:
+    def read(attach: dict[str, Any]) -> tuple[str, bool, str]:
+        target = attach["targets"][key]
+        other = [f for name, f in attach["clients"].items() if name.startswith("mcp-remote")]
+        beside = f"mcp-remote {other[0][key]['median']:.3g} {unit}" if other else ""
+        return f"{target['measured']:.3g} {unit}", target["met"], beside
+    return read
+
+
+def _shutdown(shutdown: dict[str, Any]) -> tuple[str, bool, str]:
+    return (f"{shutdown['exit_s_median']:.2f} s (exit {', '.join(map(str, shutdown['exit_codes']))})",
+            shutdown["exit_s_median"] < shutdown["target_s"] and shutdown["streams_ended"], "")
+
+
 TARGETS = (
+    Target("daemon CPU per remember over HTTPS <= 1.5x a bare MCP server (FastMCP and SDK), 1 client",
+           "remember_cpu", _remember_cpu),
     Target("daemon CPU per remember <= 1.5x bare FastMCP, 1 client", "http_load", _x_bare(1)),
     Target("daemon CPU per remember <= 1.5x bare FastMCP, 8 clients", "http_load", _x_bare(8)),
     Target(">= 250 remembers/s from 8 HTTPS clients, 0 lost", "http_load", _eight_writers),
@@ -157,6 +183,9 @@ TARGETS = (
     Target("peak RSS <= 300 MiB at 100k facts", "http_scale",
            _scale(100_000, "peak_rss_mib", 300, " MiB")),
     Target("cold start <= 1.0 s to the first tool call", "cold_start", _cold),
+    Target("stdio client: exec -> relayed initialize reply <= 0.3 s", "attach", _attach("init_s", "s")),
+    Target("stdio client peak RSS <= 40 MiB", "attach", _attach("peak_mib", "MiB")),
+    Target("SIGTERM -> exit < 2 s with clients attached", "shutdown", _shutdown),
 )
 
 

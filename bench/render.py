@@ -99,8 +99,10 @@ def render_remember_cpu(data: dict[str, Any]) -> list[str]:
              f"uvicorn), {data['clients']} client(s) × {data['ops_per_client']} calls per round, "
              f"medians of {data['rounds']} rounds rotated among the three servers, all running "
              "at once. The bare servers serve one trivial tool and store nothing.", ""]
+    order = sorted(servers, key=lambda name: (name != "velesmem", name))  # the daemon first
     rows = [[name, f"{f['cpu_ms_per_call']:.2f} ms", " ".join(f"{v:g}" for v in f["cpu_ms_per_call_rounds"]),
-             f"{f['p50_ms']:.2f} ms", f"{f['calls_per_s']:.0f}", str(f["errors"])] for name, f in servers.items()]
+             f"{f['p50_ms']:.2f} ms", f"{f['calls_per_s']:.0f}", str(f["errors"])]
+            for name, f in ((name, servers[name]) for name in order)]
     lines += _table(["server", "CPU per call", "per round (ms)", "latency p50", "calls/s", "errors"], rows)
     target = data["target_x"]
     lines += ["", f"- Target daemon CPU per remember ≤ {target:g}× a bare server's per call: "

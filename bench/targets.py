@@ -8,8 +8,8 @@ HTTPS targets, numpy's exact scan over the same vectors (``engine.py``) for the 
 Each benchmark's own output goes to ``bench/results/<name>.log`` and its figures to
 ``bench/results/<name>.json``; this prints one table from those. Takes about 15 minutes on 2 cores.
 
-Run: python3 bench/targets.py [--only http_load engine http_health http_scale write_scale
-     cold_start locomo]
+Run: python3 bench/targets.py [--only remember_cpu http_load engine http_health http_scale
+     write_scale cold_start locomo attach shutdown]
 """
 
 from __future__ import annotations
@@ -50,6 +50,8 @@ RUNS = (
     Run("write_scale"),
     Run("cold_start", ("--runs", "5")),
     Run("locomo"),
+    Run("attach", ("--runs", "10")),
+    Run("shutdown", ("--runs", "7")),
 )
 
 

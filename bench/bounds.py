@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import load_average, machine, print_table, write_results
+from _common import load_average, print_table, write_results
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = REPO / "tests"

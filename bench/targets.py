@@ -224,7 +224,7 @@ def main() -> None:
             rows.append([target.says, value, "met" if met else "NOT MET", floor, target.run])
     print(f"\nTargets, measured from {started} over {sum(took.values()) / 60:.1f} minutes")
     print(f"machine: {machine()}; load average at the end: {load_average()}")
-    print(f"command: python3 bench/targets.py"
+    print("command: python3 bench/targets.py"
           + (f" --only {' '.join(args.only)}" if args.only else "") + "\n")
     print_table(["target", "measured", "", "same-run reference", "benchmark"], rows)
     missed = sum(1 for row in rows if row[2] != "met")

@@ -7,10 +7,10 @@ the settings docs: name, default, type and help live together.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from velesmem import limits
 from velesmem.errors import Internal

@@ -49,7 +49,7 @@ def entity_hub_id(name: str) -> int:
 
 def working_context_id(project: str, session: str) -> int:
     """The id of the internal fact holding one project + session working context."""
-    return fnv1a64(f"{WORKING_CONTEXT_PREFIX}{project}\x1f{session}".encode("utf-8"))
+    return fnv1a64(f"{WORKING_CONTEXT_PREFIX}{project}\x1f{session}".encode())
 
 
 def source_handle(content: bytes) -> str:

@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from context_helpers import compile_, media_fragment, png_b64, request
+from context_helpers import compile_, media_fragment, request
 
 from tests.support.bounds import timed
 from velesmem import limits

@@ -4,7 +4,6 @@ waited longest for a request makes room), so /health keeps answering a flood of 
 
 from __future__ import annotations
 
-import socket
 import ssl
 import threading
 import time

@@ -44,7 +44,7 @@ async def test_leaf_is_renewed_before_expiry_without_restart(make_daemon: Callab
         def first_leaf_expired() -> bool:
             # The early connection stays in use throughout (a request keeps it from idling out).
             assert _health(early, daemon.port) and _peer(early).serial_number == first.serial_number
-            return dt.datetime.now(dt.timezone.utc) > first.not_valid_after_utc + dt.timedelta(seconds=1)
+            return dt.datetime.now(dt.UTC) > first.not_valid_after_utc + dt.timedelta(seconds=1)
 
         wait_for(first_leaf_expired, 30, "the first leaf to expire", poll_s=0.5)
 
@@ -52,7 +52,7 @@ async def test_leaf_is_renewed_before_expiry_without_restart(make_daemon: Callab
             current = _peer(late)
             assert _health(late, daemon.port)
         assert current.serial_number != first.serial_number
-        assert current.not_valid_after_utc > dt.datetime.now(dt.timezone.utc)
+        assert current.not_valid_after_utc > dt.datetime.now(dt.UTC)
         assert _health(early, daemon.port)  # the connection from before still works
 
     async with daemon.client() as client:

@@ -26,7 +26,7 @@ from velesmem.daemon.tls import (
 )
 from velesmem.errors import Internal
 
-NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
+NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.UTC)
 
 
 def _cert(path: Path) -> x509.Certificate:
@@ -129,8 +129,8 @@ def test_loose_directory_mode_is_tightened(tmp_path: Path) -> None:
 
 def test_strict_client_context_accepts_our_leaf_and_rejects_a_foreign_ca(tmp_path: Path) -> None:
     """A real TLS handshake over a socket pair: our CA verifies the leaf; another CA does not."""
-    files = prepare_tls(tmp_path / "ours", now=dt.datetime.now(dt.timezone.utc))
-    other = prepare_tls(tmp_path / "other", now=dt.datetime.now(dt.timezone.utc))
+    files = prepare_tls(tmp_path / "ours", now=dt.datetime.now(dt.UTC))
+    other = prepare_tls(tmp_path / "other", now=dt.datetime.now(dt.UTC))
     assert _handshake(files, client_ssl_context(files.ca_cert)) is None
     error = _handshake(files, client_ssl_context(other.ca_cert))
     assert isinstance(error, ssl.SSLCertVerificationError)

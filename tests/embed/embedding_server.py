@@ -46,7 +46,7 @@ class EmbeddingServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            def do_POST(self) -> None:
                 server._handle(self)
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import time
 
 import pytest
 from chat_server import OLLAMA_PATH, OPENAI_PATH, ChatServer, Step, ollama, openai

@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from installer_helpers import RunningDaemon, start_daemon  # noqa: E402
+from installer_helpers import RunningDaemon, start_daemon
 
 
 @pytest.fixture(scope="module")

@@ -112,7 +112,7 @@ def session_start(inp: HookInput, call: Call) -> str:
 def _when(saved_at: Any) -> str:
     if not isinstance(saved_at, (int, float)):
         return "unknown time"
-    stamp = dt.datetime.fromtimestamp(saved_at, tz=dt.timezone.utc)
+    stamp = dt.datetime.fromtimestamp(saved_at, tz=dt.UTC)
     return stamp.strftime("%Y-%m-%d %H:%M UTC")
 
 

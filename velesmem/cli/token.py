@@ -100,7 +100,7 @@ def _when(epoch: float | None) -> str:
 
     if epoch is None:
         return ""
-    return dt.datetime.fromtimestamp(epoch, tz=dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return dt.datetime.fromtimestamp(epoch, tz=dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 _ACTIONS = {"create": _create, "list": _list, "revoke": _revoke}

@@ -22,9 +22,10 @@ JSON clients (Cursor, Windsurf, Devin CLI, Cline, Zed, opencode; Claude Code thr
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePath
-from typing import Any, Callable
+from typing import Any
 
 from velesmem.clients.host import Host
 

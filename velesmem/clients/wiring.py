@@ -18,7 +18,6 @@ made readable by its owner only, and the token never appears in an Outcome.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil

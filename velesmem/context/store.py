@@ -66,7 +66,7 @@ def source_fact_id(content_hash: int) -> int:
 
 def working_index_id(project: str) -> int:
     """Internal id of a project's working-context index."""
-    return fnv1a64(f"veles-ctx-working-index:{project}".encode("utf-8"))
+    return fnv1a64(f"veles-ctx-working-index:{project}".encode())
 
 
 def _lifetime(ttl_seconds: int | None, expires_at: float | None, now: float) -> int | None:

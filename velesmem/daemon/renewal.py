@@ -23,7 +23,7 @@ CHECKS_PER_MARGIN = 4  # looks per renewal margin, so a renewal is never a whole
 
 
 def _utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.UTC)
 
 
 def _say(line: str) -> None:

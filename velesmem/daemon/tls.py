@@ -66,7 +66,7 @@ def prepare_tls(
 ) -> TlsFiles:
     """Ensure the CA exists (creating it only the first time) and issue a fresh leaf for the
     loopback names plus ``names`` (host names or IP literals other machines use)."""
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or dt.datetime.now(dt.UTC)
     files = tls_files(tls_dir)
     _ensure_dir(tls_dir)
     ca_cert, ca_key = _load_or_create_ca(files, now)
@@ -79,7 +79,7 @@ def renew_leaf(
 ) -> dt.datetime:
     """Issue a fresh leaf signed by the existing CA (never creating a CA), for the names the
     current leaf carries; return when it expires."""
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or dt.datetime.now(dt.UTC)
     ca_cert, ca_key = _load_ca(files)
     return _write_leaf(files, ca_cert, ca_key, now, leaf_lifetime, leaf_names(files))
 

@@ -24,7 +24,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from velesmem.errors import Internal, Warming
+from velesmem.errors import Warming
 
 
 class EmbedderWarming(Warming):

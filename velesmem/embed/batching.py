@@ -20,7 +20,7 @@ import numpy as np
 
 
 class _Request:
-    __slots__ = ("texts", "result", "error", "done")
+    __slots__ = ("done", "error", "result", "texts")
 
     def __init__(self, texts: list[str]) -> None:
         self.texts = texts

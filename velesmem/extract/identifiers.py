@@ -152,9 +152,7 @@ def _canon(value: str) -> str:
 def _trim_url(url: str) -> str:
     while url:
         last = url[-1]
-        if last in _TRAILING_PUNCT:
-            url = url[:-1]
-        elif last in _CLOSERS and url.count(last) > url.count(_CLOSERS[last]):
+        if last in _TRAILING_PUNCT or (last in _CLOSERS and url.count(last) > url.count(_CLOSERS[last])):
             url = url[:-1]
         else:
             break

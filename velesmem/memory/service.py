@@ -134,7 +134,7 @@ class MemoryService:
         return float(self._clock())
 
     def today(self, now: float) -> int:
-        d = _dt.datetime.fromtimestamp(now, tz=_dt.timezone.utc).date()
+        d = _dt.datetime.fromtimestamp(now, tz=_dt.UTC).date()
         return d.year * 10000 + d.month * 100 + d.day
 
     # --- writes ------------------------------------------------------------------------------

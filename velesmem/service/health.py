@@ -51,7 +51,7 @@ def check_health(host: str, port: int, ca_cert: str | None,
         return Health(False, "tls", exc.verify_message or str(exc))
     except ssl.SSLError as exc:
         return Health(False, "tls", str(exc))
-    except (ConnectionError, socket.timeout, OSError) as exc:
+    except (TimeoutError, ConnectionError, OSError) as exc:
         return Health(False, "down", str(exc) or type(exc).__name__)
     finally:
         conn.close()

@@ -9,7 +9,7 @@ import numpy as np
 from velesmem.ids import to_i64
 from velesmem.memory import MemoryService
 from velesmem.store.sqlite import bm25
-from velesmem.store.sqlite.text import TermStats, bounded_stems, bounded_terms, fts_match
+from velesmem.store.sqlite.text import TermStats, bounded_stems, fts_match
 from velesmem.store.text import query_terms
 
 WORDS = ["cache", "caches", "caching", "lock", "locks", "disk", "net", "café", "cafe", "group",

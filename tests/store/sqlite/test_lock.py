@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -65,9 +64,8 @@ def test_lock_names_the_holder_process_and_frees_on_exit(tmp_path: Path, spawn) 
 
 
 def test_second_open_in_the_same_process_is_refused_too(tmp_path: Path) -> None:
-    with MemoryService.open(tmp_path):
-        with pytest.raises(StoreLocked):
-            MemoryService.open(tmp_path)
+    with MemoryService.open(tmp_path), pytest.raises(StoreLocked):
+        MemoryService.open(tmp_path)
     MemoryService.open(tmp_path).close()  # released by close
 
 

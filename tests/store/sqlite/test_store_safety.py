@@ -117,10 +117,9 @@ def test_a_dead_holders_pid_is_reported_stale_and_taken_over(tmp_path: Path, spa
     out, _ = child.communicate(timeout=60)
     dead = int(out.strip())
     assert (tmp_path / LOCK_FILE).read_text().strip() == str(dead)
-    with caplog.at_level("INFO", logger="velesmem"):
-        with MemoryService.open(tmp_path) as mem:
-            assert mem.store._lock.stale_pid == dead
-            assert (tmp_path / LOCK_FILE).read_text().strip() == str(os.getpid())
+    with caplog.at_level("INFO", logger="velesmem"), MemoryService.open(tmp_path) as mem:
+        assert mem.store._lock.stale_pid == dead
+        assert (tmp_path / LOCK_FILE).read_text().strip() == str(os.getpid())
     assert any(f"pid {dead}) is gone" in r.getMessage() for r in caplog.records)
 
 

@@ -66,7 +66,7 @@ def test_verify_reports_a_removed_index_entry_a_dangling_edge_and_a_missing_vect
     assert done.returncode == 1
     out = done.stdout
     assert f"1 vectors missing from the FAISS index: {lost_from_faiss}" in out
-    assert f"1 facts have no vector in the serving space" in out and str(lost_vector) in out
+    assert "1 facts have no vector in the serving space" in out and str(lost_vector) in out
     assert "1 edges point at a missing fact" in out and f"{ids[0]} -> 424242" in out
     assert "full-text" in out
     assert "--repair" in out

@@ -290,9 +290,8 @@ class PostgresStore:
         delay = RETRY_BASE_S
         for attempt in range(WRITE_RETRIES):
             try:
-                with self._conn() as conn:
-                    with conn.transaction():
-                        outcome = job(conn)
+                with self._conn() as conn, conn.transaction():
+                    outcome = job(conn)
                 break
             except _Conflict:
                 if attempt + 1 == WRITE_RETRIES:

@@ -11,8 +11,8 @@ sequence: a crash before the FAISS file is saved replays them like any other vec
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 

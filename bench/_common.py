@@ -51,8 +51,13 @@ def median(values: list[float]) -> float:
 
 
 def command() -> str:
-    """The command line that reproduces this run."""
-    return " ".join(["python3", *sys.argv])
+    """The command line that reproduces this run, the script named from the checkout's root."""
+    script = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0] else None
+    root = Path(__file__).resolve().parents[1]
+    argv = list(sys.argv)
+    if script is not None and script.is_relative_to(root):
+        argv[0] = str(script.relative_to(root))
+    return " ".join(["python3", *argv])
 
 
 def write_results(name: str, payload: dict[str, Any], path: Path | None = None) -> Path:

@@ -111,10 +111,17 @@ def render_remember_cpu(data: dict[str, Any]) -> list[str]:
               f"{data['x_bare_sdk']:.2f}× the bare MCP SDK server — "
               f"{'met' if data['x_bare_sdk'] <= target else 'missed'}.",
               f"- Every acknowledged remember in the store: {'yes' if data['lost'] == 0 else 'no, %d lost' % data['lost']}.",
-              "", f"Measured with `{data['command']}` on {data['machine']}, {data['started']} (load "
+              "", f"Measured with `{_command(data)}` on {data['machine']}, {data['started']} (load "
               f"{data['load_before']} before, {data['load_after']} after), velesmem at "
               f"{data['checkout']['velesmem_commit'].split()[0]} (checkout {data['checkout']['commit']}).", ""]
     return lines
+
+
+def _command(data: dict[str, Any]) -> str:
+    """The command a result names, its script path from the checkout's root, wherever it ran."""
+    tokens = str(data.get("command", "?")).split()
+    return " ".join("bench/" + t.rsplit("/bench/", 1)[1] if t.endswith(".py") and "/bench/" in t else t
+                    for t in tokens)
 
 
 def _cell(value: Any) -> str:
@@ -152,7 +159,7 @@ def render_generic(data: dict[str, Any]) -> list[str]:
     if scalars:
         lines += _table(["figure", "value"], scalars)
         lines.append("")
-    lines += [f"Measured with `{data.get('command', '?')}` on {data.get('machine', '?')}.", ""]
+    lines += [f"Measured with `{_command(data)}` on {data.get('machine', '?')}.", ""]
     return lines
 
 
@@ -194,7 +201,7 @@ def targets_table(results: Path = RESULTS_DIR) -> str:
         if target.run in found:
             value, met, reference = target.read(found[target.run])
             rows.append([target.says, value, "met" if met else "**missed**", reference,
-                         f"`{found[target.run].get('command', target.run)}`"])
+                         f"`{_command(found[target.run])}`"])
         else:
             rows.append([target.says, "not measured since figures moved to `bench/results/`", "",
                          "", f"`python3 bench/{target.run}.py`"])

@@ -57,7 +57,7 @@ def test_every_results_file_gets_a_section(render: ModuleType) -> None:
 def test_a_results_file_without_a_renderer_is_rendered_generically(render: ModuleType, tmp_path: Path) -> None:
     results = _copy_results(tmp_path)
     (results / "zz_new.json").write_text(json.dumps({
-        "command": "python3 bench/zz_new.py --n 3", "machine": "a test box",
+        "command": "python3 /some/checkout/bench/zz_new.py --n 3", "machine": "a test box",
         "rows": [{"facts": 1000, "p50_ms": 1.25}, {"facts": 10000, "p50_ms": 2.5}],
         "summary": {"rate_per_s": 412.0}}), encoding="utf-8")
     doc = render.render(results)

@@ -565,7 +565,7 @@ class Runtime:
                 log.info("purged %d expired facts", purged)
 
     def _sweep_loop(self) -> None:
-        self.store.expiry_listener = self._expiry_changed  # type: ignore[attr-defined]
+        self.store.expiry_listener = self._expiry_changed
         while not self._stop.is_set():
             if self._ready.is_set():
                 try:

@@ -22,7 +22,7 @@ from velesmem.errors import VelesmemError
 from velesmem.extract import AUTOGRAPH_EXTRACTOR, AUTOGRAPH_OFF, Extractor
 from velesmem.extract.graph import hub_key, identifier_graph, topics_graph
 from velesmem.extract.identifiers import find_identifiers, hub_worthy
-from velesmem.store import GraphWrite, HubWrite, Store
+from velesmem.store import FactStore, GraphWrite, HubWrite
 
 TOTAL_REFRESH = 256  # facts linked between two re-counts of the store's facts
 BATCH = 32  # queued facts linked by one store write
@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 class Autograph:
     """The queue and the linking of one fact; the Runtime runs ``run`` in its thread."""
 
-    def __init__(self, store: Store, mode: str, clock: Callable[[], float],
+    def __init__(self, store: FactStore, mode: str, clock: Callable[[], float],
                  extractor: Extractor | None = None,
                  maxsize: int = limits.AUTOGRAPH_QUEUE_MAX) -> None:
         self.store = store

@@ -23,7 +23,7 @@ import os
 import re
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from velesmem import limits
 from velesmem.config import Settings
@@ -34,7 +34,13 @@ from velesmem.extract.graph import extraction_graph
 from velesmem.extract.model import Extraction
 from velesmem.ids import to_u64
 from velesmem.memory import validate
-from velesmem.store import Job, Store
+from velesmem.store import FactStore, Job, JobStore
+
+
+
+class ExtractionStore(JobStore, FactStore, Protocol):
+    """The store roles extraction uses: its durable jobs, and the graph write that commits one."""
+
 
 KIND = "extract"
 REQUEST_ID = re.compile(r"[0-9a-f]{64}")
@@ -49,7 +55,7 @@ def _sha256(text: str) -> str:
 class ExtractionService:
     """Accepts, runs and reports extraction jobs over one store."""
 
-    def __init__(self, store: Store, embedder: Embedder, settings: Settings,
+    def __init__(self, store: ExtractionStore, embedder: Embedder, settings: Settings,
                  clock: Callable[[], float], today: Callable[[float], int]) -> None:
         self.store = store
         self.embedder = embedder

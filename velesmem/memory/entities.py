@@ -11,12 +11,16 @@ was cut.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from velesmem import limits
 from velesmem.ids import entity_hub_id, to_i64, to_u64
 from velesmem.memory.validate import visible_metadata
-from velesmem.store import ENTITY_HUB_KIND, HUB_NAME_KEY, Store, StoredFact
+from velesmem.store import ENTITY_HUB_KIND, HUB_NAME_KEY, FactStore, SourceStore, StoredFact
+
+class EntityStore(FactStore, SourceStore, Protocol):
+    """The store roles an entity lookup reads: hubs (internal facts) and their edges."""
+
 
 SCAFFOLDING = frozenset({"about", "mentions"})
 
@@ -44,7 +48,7 @@ def hub_name(fact: StoredFact) -> str:
     return str(fact.metadata.get(HUB_NAME_KEY, fact.content.removeprefix("Entity: ")))
 
 
-def _side(store: Store, edges: list[tuple[int, str]], now: float,
+def _side(store: EntityStore, edges: list[tuple[int, str]], now: float,
           end: str) -> tuple[list[dict[str, Any]], bool]:
     """Resolve scanned edges (other end, predicate) to hub relations; cut at the caps."""
     scanned_all = len(edges) <= limits.MAX_ENTITY_SCAN_EDGES
@@ -64,7 +68,7 @@ def _side(store: Store, edges: list[tuple[int, str]], now: float,
     return out, not scanned_all
 
 
-def lookup_entity(store: Store, name: str, now: float) -> EntityResult:
+def lookup_entity(store: EntityStore, name: str, now: float) -> EntityResult:
     """The entity ``name`` (already canonical: trimmed, lowercased)."""
     uid = entity_hub_id(name)
     key = to_i64(uid)

@@ -16,12 +16,12 @@ from typing import IO
 
 from velesmem.ids import to_u64
 from velesmem.memory.validate import visible_metadata
-from velesmem.store import Edge, Store, StoredFact
+from velesmem.store import Edge, MaintenanceStore, StoredFact
 
 FILE_MODE = 0o600
 
 
-def export_store(store: Store, output: Path, *, include_internal: bool,
+def export_store(store: MaintenanceStore, output: Path, *, include_internal: bool,
                  now: float) -> tuple[int, int]:
     """Write ``store`` to ``output`` (owner-only, atomically); return (facts, edges) written."""
     tmp = output.with_name(output.name + ".tmp")
@@ -38,7 +38,7 @@ def export_store(store: Store, output: Path, *, include_internal: bool,
             tmp.unlink()
 
 
-def _write(store: Store, fh: IO[str], include_internal: bool, now: float) -> tuple[int, int]:
+def _write(store: MaintenanceStore, fh: IO[str], include_internal: bool, now: float) -> tuple[int, int]:
     exported: set[int] = set()
     facts = edges = 0
     for item in store.export(now, include_internal=include_internal):

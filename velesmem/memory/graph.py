@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from velesmem import limits
-from velesmem.store import ENTITY_HUB_KIND, HUB_NAME_KEY, Store
+from velesmem.store import ENTITY_HUB_KIND, HUB_NAME_KEY, FactStore
 
 VIA = "via "
 MENTIONS = "mentions"
@@ -31,14 +31,14 @@ class Walk:
     truncated: bool = False
 
 
-def _hub_names(store: Store, keys: list[int], now: float) -> dict[int, str]:
+def _hub_names(store: FactStore, keys: list[int], now: float) -> dict[int, str]:
     """The hubs among ``keys``, with their names."""
     found = store.facts(keys, now, user_only=False)
     return {k: str(f.metadata.get(HUB_NAME_KEY, f.content.removeprefix("Entity: ")))
             for k, f in found.items() if f.kind == ENTITY_HUB_KIND}
 
 
-def _neighbours(store: Store, node: int, now: float,
+def _neighbours(store: FactStore, node: int, now: float,
                 out: Walk) -> list[tuple[int, str, int | None]]:
     """(fact, relation, hub or None) one hop from ``node``, hubs passed through."""
     degree = limits.MAX_WHY_NODE_DEGREE
@@ -62,7 +62,7 @@ def _neighbours(store: Store, node: int, now: float,
     return result
 
 
-def walk(store: Store, seed: int, hops: int, now: float) -> Walk:
+def walk(store: FactStore, seed: int, hops: int, now: float) -> Walk:
     """BFS from ``seed`` (int64 key) for ``hops`` hops under the why budgets."""
     out = Walk(nodes={seed: 0})
     frontier = [seed]

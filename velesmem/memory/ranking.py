@@ -29,7 +29,7 @@ import numpy as np
 from velesmem.embed import Embedder
 from velesmem.errors import Internal
 from velesmem.ids import to_u64
-from velesmem.store import Store
+from velesmem.store import SearchStore
 from velesmem.store.predicates import All
 
 # Evidence floors (hybrid mode): a candidate with no lexical match counts only when its cosine
@@ -60,7 +60,7 @@ def confidence_factor(confidence: float) -> float:
 class Ranker:
     """Ranks user facts for a query under a filter, per the module docstring."""
 
-    def __init__(self, store: Store, embedder: Embedder, mode: str,
+    def __init__(self, store: SearchStore, embedder: Embedder, mode: str,
                  pool: Executor | None = None) -> None:
         self.store = store
         self.embedder = embedder

@@ -13,13 +13,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from velesmem.embed.base import Embedder
 from velesmem.errors import NotFound
 from velesmem.ids import to_i64
 from velesmem.memory.import_file import CheckedFile, FactLine
 from velesmem.memory.validate import dumps
-from velesmem.store.protocol import RestoredFact, RestoreWrite, Store, StoredFact
+from velesmem.store import FactStore, MaintenanceStore, StoredFact
+from velesmem.store.types import RestoredFact, RestoreWrite
+
+class RestoreStore(FactStore, MaintenanceStore, Protocol):
+    """The store roles an import uses: what is stored already, and the one-transaction write."""
+
 
 LOOKUP_BATCH = 512  # facts looked up in the store at once
 EMBED_BATCH = 256  # texts handed to the embedder at once
@@ -38,7 +44,7 @@ class RestoreReport:
     repeated: int
 
 
-def restore(store: Store, embedder: Embedder, checked: CheckedFile, now: float,
+def restore(store: RestoreStore, embedder: Embedder, checked: CheckedFile, now: float,
             step: Callable[[str, int, int], None] = lambda phase, done, total: None
             ) -> RestoreReport:
     """Write ``checked`` into ``store`` in one transaction (see the module docstring); a fact

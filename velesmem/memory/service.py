@@ -19,7 +19,7 @@ import math
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, Future
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -50,7 +50,16 @@ from velesmem.memory.results import (
     WhyNode,
     WhyResult,
 )
-from velesmem.store import FactWrite, Store, StoredFact
+from velesmem.store import (
+    EmbeddingStore,
+    ExpiryStore,
+    FactStore,
+    FactWrite,
+    LifecycleStore,
+    SearchStore,
+    SourceStore,
+    StoredFact,
+)
 from velesmem.store.predicates import All
 
 if TYPE_CHECKING:
@@ -78,10 +87,16 @@ def _extraction_off() -> dict[str, Any]:
     return {"configured": False, "autograph_active": False, "autograph_dropped": 0}
 
 
+class MemoryStore(FactStore, SourceStore, SearchStore, EmbeddingStore, ExpiryStore, LifecycleStore,
+                  Protocol):
+    """The store roles the memory service uses: facts and scaffolding, search, the serving space
+    and its backlog, the TTL sweep, and closing the store when no Runtime owns it."""
+
+
 class MemoryService:
     """The memory engine over one open store (a context manager)."""
 
-    def __init__(self, store: Store, embedder: Embedder, clock: Callable[[], float],
+    def __init__(self, store: MemoryStore, embedder: Embedder, clock: Callable[[], float],
                  settings: Settings, pool: Executor | None = None) -> None:
         self.store = store
         self.embedder = embedder

@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -37,7 +37,14 @@ from velesmem.migration.job import (
     MigrationJob,
     empty_progress,
 )
-from velesmem.store import Identity, Job, Store
+from velesmem.store import EmbeddingStore, FactStore, Identity, Job, JobStore, SpaceStore
+
+
+
+class MigrationStore(SpaceStore, EmbeddingStore, JobStore, FactStore, Protocol):
+    """The store roles a migration uses: the space it builds with its journal, the serving space,
+    its durable job, and the facts it copies."""
+
 
 WITNESS_TEXT = "velesmem embedding witness: the quick brown fox jumps over the lazy dog"
 WITNESS_MIN_COSINE = 0.99
@@ -92,7 +99,7 @@ def _limit(args: dict[str, Any], name: str, low: int, high: int) -> int:
 class MigrationService:
     """The four migration tools and the worker behind them (the Runtime runs ``run``)."""
 
-    def __init__(self, store: Store, settings: Settings, clock: Callable[[], float],
+    def __init__(self, store: MigrationStore, settings: Settings, clock: Callable[[], float],
                  serving: Callable[[], Embedder], swap: Callable[[Embedder], None],
                  pause: Pause) -> None:
         self.store = store

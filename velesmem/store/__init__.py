@@ -1,8 +1,9 @@
 """The storage protocol and its backends, chosen by name (``VELESDB_MEMORY_BACKEND``).
 
 ``open_store(settings, identity, now)`` opens the configured backend; ``identity`` None opens
-it for reading and maintenance only (export, verify). The protocol is in ``protocol``; the
-metadata predicate tree in ``predicates``.
+it for reading and maintenance only (export, verify). The protocol is in ``protocol``: small
+roles (``roles``) over the values in ``types``, and ``Store``, their union; the metadata predicate
+tree is in ``predicates``.
 """
 
 from __future__ import annotations
@@ -18,13 +19,22 @@ from velesmem.store.protocol import (
     TERMINAL_STATES,
     Counts,
     Edge,
+    EmbeddingStore,
+    ExpiryStore,
+    FactStore,
     FactWrite,
     GraphWrite,
     HubWrite,
     Identity,
     Job,
+    JobStore,
+    LifecycleStore,
+    MaintenanceStore,
     Problem,
+    SearchStore,
+    SourceStore,
     Space,
+    SpaceStore,
     Store,
     StoredFact,
     TokenRecord,
@@ -73,6 +83,8 @@ def open_token_store(settings: Settings, now: float) -> TokenStore:
 
 
 __all__ = ["BACKENDS", "ENTITY_HUB_KIND", "HUB_NAME_KEY", "HUB_SOURCE_KEY", "TERMINAL_STATES",
-           "Counts", "Edge", "FactWrite", "GraphWrite", "HubWrite", "Identity", "Job", "Problem",
-           "Space", "Store", "StoredFact", "TokenRecord", "TokenStore", "WarmProgress", "load",
+           "Counts", "Edge", "EmbeddingStore", "ExpiryStore", "FactStore", "FactWrite",
+           "GraphWrite", "HubWrite", "Identity", "Job", "JobStore", "LifecycleStore",
+           "MaintenanceStore", "Problem", "SearchStore", "SourceStore", "Space", "SpaceStore",
+           "Store", "StoredFact", "TokenRecord", "TokenStore", "WarmProgress", "load",
            "open_store", "open_token_store"]

@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import Any
 
 from velesmem.errors import Internal
-from velesmem.store.protocol import FactWrite, RestoreWrite
+from velesmem.store.types import FactWrite, RestoreWrite
 
 
 def restore_job(store: Any, writes: ModuleType, outcome: type,

@@ -50,8 +50,8 @@ from velesmem.store.postgres.schema import (
     migrate,
 )
 from velesmem.store.postgres.text import TextIndex
-from velesmem.store.predicates import All
-from velesmem.store.protocol import (
+from velesmem.store.predicates import Predicate
+from velesmem.store.types import (
     Counts,
     Edge,
     FactWrite,
@@ -679,7 +679,7 @@ class PostgresStore:
                                 f"kind IS NULL AND {LIVE}", (Keys(keys), now)).fetchall()
         return {int(i): float(c) for i, c in rows}
 
-    def matching(self, predicate: All) -> np.ndarray:
+    def matching(self, predicate: Predicate) -> np.ndarray:
         compiled = compile_predicate(predicate)
         if compiled.ids is None:
             raise InvalidInput("matching() needs a predicate; TRUE matches every fact")
@@ -744,7 +744,7 @@ class PostgresStore:
             edges = conn.execute("SELECT count(*) FROM edges").fetchone()[0]
         return Counts(int(facts), int(edges))
 
-    def page(self, after: int | None, limit: int, predicate: All, *, include_internal: bool,
+    def page(self, after: int | None, limit: int, predicate: Predicate, *, include_internal: bool,
              now: float) -> list[StoredFact]:
         compiled = compile_predicate(predicate)
         kind = "" if include_internal else " AND kind IS NULL"
@@ -774,7 +774,7 @@ class PostgresStore:
                                f"NOT NULL AND {LIVE}", (key, now)).fetchone()
         return None if row is None else _fact(row)
 
-    def scan_internal(self, kind: str, predicate: All, limit: int,
+    def scan_internal(self, kind: str, predicate: Predicate, limit: int,
                       now: float) -> list[StoredFact]:
         compiled = compile_predicate(predicate)
         with self._conn() as conn:

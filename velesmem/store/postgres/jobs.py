@@ -24,8 +24,8 @@ from psycopg.types.json import Jsonb
 from velesmem.errors import InvalidInput, NotFound
 from velesmem.store.postgres.connection import connect
 from velesmem.store.postgres.writes import Conn, Job, Outcome
-from velesmem.store.protocol import TERMINAL_STATES
-from velesmem.store.protocol import Job as JobRecord
+from velesmem.store.types import TERMINAL_STATES
+from velesmem.store.types import Job as JobRecord
 
 if TYPE_CHECKING:
     from velesmem.store.postgres.backend import PostgresStore

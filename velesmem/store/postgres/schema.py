@@ -16,7 +16,7 @@ from typing import Any
 import psycopg
 
 from velesmem.errors import Internal
-from velesmem.store.protocol import JOURNAL_ENTRY_BYTES
+from velesmem.store.types import JOURNAL_ENTRY_BYTES
 
 MIGRATION_LOCK = 0x76656C65_73000001  # pg advisory lock key: "veles" + 1
 Conn = psycopg.Connection[Any]

@@ -27,7 +27,7 @@ import psycopg
 from velesmem.errors import EmbedderMismatch
 from velesmem.store.postgres.connection import EF_SEARCH, Keys
 from velesmem.store.postgres.predicates import Matched
-from velesmem.store.protocol import Identity, Space
+from velesmem.store.types import Identity, Space
 
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 64

@@ -19,7 +19,7 @@ import psycopg
 
 from velesmem.store.postgres import meta_index, spaces, text
 from velesmem.store.postgres.schema import SCHEMA_VERSION, current_version
-from velesmem.store.protocol import Problem
+from velesmem.store.types import Problem
 
 if TYPE_CHECKING:
     from velesmem.store.postgres.backend import PostgresStore

@@ -29,7 +29,7 @@ from velesmem.store.postgres import spaces, text
 from velesmem.store.postgres.connection import Keys
 from velesmem.store.postgres.meta_index import index_fact
 from velesmem.memory.validate import dumps
-from velesmem.store.protocol import (
+from velesmem.store.types import (
     ENTITY_HUB_KIND,
     HUB_NAME_KEY,
     HUB_SOURCE_KEY,

@@ -26,8 +26,8 @@ import numpy as np
 from velesmem import limits
 from velesmem.errors import EmbedderMismatch, Internal, InvalidInput
 from velesmem.ids import to_i64
-from velesmem.store.predicates import All
-from velesmem.store.protocol import (
+from velesmem.store.predicates import Predicate
+from velesmem.store.types import (
     JOURNAL_ENTRY_BYTES,
     Counts,
     Edge,
@@ -700,7 +700,7 @@ class SqliteStore:
         sql = f"SELECT id, confidence FROM facts WHERE id IN ({{}}) AND kind IS NULL AND {LIVE}"
         return {int(i): float(c) for i, c in _in_query(self.reader(), sql, list(keys), (now,))}
 
-    def matching(self, predicate: All) -> np.ndarray:
+    def matching(self, predicate: Predicate) -> np.ndarray:
         compiled = compile_predicate(predicate)
         if compiled.ids is None:
             raise InvalidInput("matching() needs a predicate; TRUE matches every fact")
@@ -776,7 +776,7 @@ class SqliteStore:
         edges = conn.execute("SELECT count(*) FROM edges").fetchone()[0]
         return Counts(int(facts), int(edges))
 
-    def page(self, after: int | None, limit: int, predicate: All, *, include_internal: bool,
+    def page(self, after: int | None, limit: int, predicate: Predicate, *, include_internal: bool,
              now: float) -> list[StoredFact]:
         compiled = compile_predicate(predicate)
         kind = "" if include_internal else " AND kind IS NULL"
@@ -805,7 +805,7 @@ class SqliteStore:
             (key, now)).fetchone()
         return None if row is None else _fact(row)
 
-    def scan_internal(self, kind: str, predicate: All, limit: int,
+    def scan_internal(self, kind: str, predicate: Predicate, limit: int,
                       now: float) -> list[StoredFact]:
         compiled = compile_predicate(predicate)
         rows = self.reader().execute(

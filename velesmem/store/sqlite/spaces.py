@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from velesmem.store.protocol import Identity, Space, WarmProgress
+from velesmem.store.types import Identity, Space, WarmProgress
 from velesmem.store.sqlite.vector_index import ExactSource, VectorIndex
 
 REBUILD_BATCH = 8_192  # vectors read and added per step of a rebuild

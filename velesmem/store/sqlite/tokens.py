@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from velesmem.errors import Internal, InvalidInput, StoreLocked
-from velesmem.store.protocol import TokenRecord
+from velesmem.store.types import TokenRecord
 
 TOKENS_VERSION = 7  # the schema migration that added auth_tokens (schema._v7_auth_tokens)
 _COLUMNS = "name, digest, created_at, revoked_at"

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from velesmem.store.protocol import Problem, WarmProgress
+from velesmem.store.types import Problem, WarmProgress
 from velesmem.store.sqlite import meta_index, spaces
 from velesmem.store.sqlite.schema import SCHEMA_VERSION
 from velesmem.store.sqlite.vector_index import VectorIndex, index_files

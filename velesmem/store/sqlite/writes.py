@@ -18,7 +18,7 @@ import numpy as np
 from velesmem import limits
 from velesmem.errors import InvalidInput, NotFound
 from velesmem.ids import edge_id, to_i64, to_u64
-from velesmem.store.protocol import (
+from velesmem.store.types import (
     ENTITY_HUB_KIND,
     HUB_NAME_KEY,
     HUB_SOURCE_KEY,
@@ -27,7 +27,7 @@ from velesmem.store.protocol import (
     GraphWrite,
     HubWrite,
 )
-from velesmem.store.protocol import Job as JobRecord
+from velesmem.store.types import Job as JobRecord
 from velesmem.store.sqlite.meta_index import index_fact, unindex_fact
 from velesmem.store.sqlite.writer import Outcome
 

@@ -117,9 +117,9 @@ def _signature_problems(declared: Any, impl: Any) -> Iterator[str]:
             yield f"{name} is {g.kind.description}, declared {w.kind.description}"
         if _normalized(w.annotation) != _normalized(g.annotation):
             yield f"{name}: {g.annotation}, declared {w.annotation}"
-        if (w.default is inspect.Parameter.empty) != (g.default is inspect.Parameter.empty):
-            yield f"{name}: default {g.default!r}, declared {w.default!r}"
-        elif not callable(w.default) and w.default != g.default:
+        has_default = w.default is not inspect.Parameter.empty
+        if has_default != (g.default is not inspect.Parameter.empty) or (
+                has_default and not callable(w.default) and w.default != g.default):
             yield f"{name}: default {g.default!r}, declared {w.default!r}"
     if _normalized(want.return_annotation) != _normalized(got.return_annotation):
         yield f"returns {got.return_annotation}, declared {want.return_annotation}"

@@ -71,7 +71,8 @@ def _init_attributes(cls: type) -> dict[str, str | None]:
         elif isinstance(node, ast.AnnAssign):
             targets, annotation = [node.target], ast.unparse(node.annotation)
         for t in targets:
-            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+            if (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
+                    and t.value.id == "self"):
                 out.setdefault(t.attr, annotation)
     return out
 

@@ -3,7 +3,7 @@
 ``open_store(settings, identity, now)`` opens the configured backend; ``identity`` None opens
 it for reading and maintenance only (export, verify). The protocol is in ``protocol``: small
 roles (``roles``) over the values in ``types``, and ``Store``, their union; the metadata predicate
-tree is in ``predicates``.
+tree is in ``predicates``, the domain rules every SQL backend shares in ``rules``.
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@ The protocol is a set of small roles (``velesmem.store.roles``: facts, sources, 
 serving embedding space, a second space + journal, jobs, expiry, maintenance, tokens, and the
 lifecycle); ``Store`` is their union, what a backend implements and the Runtime holds. Each
 service is given only the roles it uses. The values they carry are in ``velesmem.store.types``;
-the metadata predicate tree in ``velesmem.store.predicates``. Only backends (``velesmem.store.sqlite``, ``velesmem.store.postgres``) speak SQL.
+the metadata predicate tree in ``velesmem.store.predicates``; the domain rules written once for
+every SQL dialect (the feedback clamp, liveness, job states) in ``velesmem.store.rules``. Only
+backends (``velesmem.store.sqlite``, ``velesmem.store.postgres``) speak SQL.
 
 Keys: a fact or edge id is a u64 on the wire; the protocol carries its **key**, the int64 with
 the same bits (``velesmem.ids.to_i64``), which is what SQLite, PostgreSQL ``bigint`` and FAISS

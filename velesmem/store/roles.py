@@ -85,8 +85,8 @@ class FactStore(Protocol):
         """Delete a live fact, its edges and orphaned entity hubs; False when absent."""
 
     def feedback(self, key: int, success: bool, now: float) -> Future[float]:
-        """Atomically nudge a live user fact's confidence (clamped to [0, 1]); resolves to the
-        new value."""
+        """Atomically nudge a live user fact's confidence (clamped to [0, 1] by the rule in
+        ``velesmem.store.rules``); resolves to the new value."""
 
     def write_graph(self, graph: GraphWrite, *, job: str | None = None,
                     result: dict[str, Any] | None = None,
@@ -251,7 +251,7 @@ class SpaceStore(Protocol):
 
 
 class JobStore(Protocol):
-    """Durable background jobs; their states are ``JOB_STATES`` (``velesmem.store.types``)."""
+    """Durable background jobs: accepted → running → committed or failed (see ``rules``)."""
 
     def create_job(self, job: Job, *, max_pending: int) -> Future[tuple[Job, bool]]:
         """Record ``job`` unless its id exists: resolves to (the stored job, created). Refused

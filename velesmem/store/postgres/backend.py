@@ -51,6 +51,7 @@ from velesmem.store.postgres.schema import (
 )
 from velesmem.store.postgres.text import TextIndex
 from velesmem.store.predicates import Predicate
+from velesmem.store import rules
 from velesmem.store.types import (
     Counts,
     Edge,
@@ -78,7 +79,7 @@ WRITE_RETRIES = 5  # a serialization failure or deadlock is retried this many ti
 RETRY_BASE_S = 0.005
 SWEEP_LOCK = 0x76656C65_73000002  # the TTL sweep runs in one daemon at a time
 EXPORT_BATCH = 2_000
-LIVE = "(expires_at IS NULL OR expires_at > %s)"
+LIVE = rules.live(rules.POSTGRES)
 _I64_MIN = -(1 << 63)
 _RETRYABLE = (pgerrors.SerializationFailure, pgerrors.DeadlockDetected)
 _FACT_COLUMNS = ("id, content, metadata, kind, confidence, successes, failures, created_at, "
@@ -416,7 +417,7 @@ class PostgresStore:
         with self._conn() as conn:
             rows = conn.execute(
                 f"SELECT f.id, f.content FROM facts f WHERE f.kind IS NULL AND "
-                f"(f.expires_at IS NULL OR f.expires_at > %s) AND (%s::bigint IS NULL OR "
+                f"{rules.live(rules.POSTGRES, 'f')} AND (%s::bigint IS NULL OR "
                 f"f.id > %s) AND NOT EXISTS (SELECT 1 FROM {spaces.table(space.id)} v WHERE "
                 f"v.id = f.id) ORDER BY f.id LIMIT %s", (now, after, after, limit)).fetchall()
         return [(int(k), c) for k, c in rows]
@@ -720,7 +721,7 @@ class PostgresStore:
         with self._conn() as conn:
             rows = conn.execute(
                 "SELECT e.dst, e.relation FROM edges e JOIN facts f ON f.id = e.dst WHERE "
-                "e.src = %s AND (f.expires_at IS NULL OR f.expires_at > %s) ORDER BY e.id "
+                f"e.src = %s AND {rules.live(rules.POSTGRES, 'f')} ORDER BY e.id "
                 "LIMIT %s", (key, now, limit)).fetchall()
         return [(int(d), r) for d, r in rows]
 
@@ -728,7 +729,7 @@ class PostgresStore:
         with self._conn() as conn:
             rows = conn.execute(
                 "SELECT e.src, e.relation FROM edges e JOIN facts f ON f.id = e.src WHERE "
-                "e.dst = %s AND (f.expires_at IS NULL OR f.expires_at > %s) ORDER BY e.id "
+                f"e.dst = %s AND {rules.live(rules.POSTGRES, 'f')} ORDER BY e.id "
                 "LIMIT %s", (key, now, limit)).fetchall()
         return [(int(s), r) for s, r in rows]
 

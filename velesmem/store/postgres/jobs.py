@@ -24,7 +24,7 @@ from psycopg.types.json import Jsonb
 from velesmem.errors import InvalidInput, NotFound
 from velesmem.store.postgres.connection import connect
 from velesmem.store.postgres.writes import Conn, Job, Outcome
-from velesmem.store.types import TERMINAL_STATES
+from velesmem.store import rules
 from velesmem.store.types import Job as JobRecord
 
 if TYPE_CHECKING:
@@ -98,10 +98,10 @@ def set_job(conn: Conn, job_id: str, now: float, *, state: str | None = None,
     and output), inside the caller's transaction."""
     row = conn.execute(
         "UPDATE jobs SET state = coalesce(%(state)s, state), updated_at = %(now)s, "
-        "output = CASE WHEN coalesce(%(state)s, state) IN ('committed', 'failed') THEN NULL "
+        f"output = CASE WHEN {rules.terminal('coalesce(%(state)s, state)')} THEN NULL "
         "ELSE coalesce(%(output)s, output) END, "
         "result = coalesce(%(result)s, result), error = coalesce(%(error)s, error), "
-        "payload = CASE WHEN coalesce(%(state)s, state) IN ('committed', 'failed') THEN NULL "
+        f"payload = CASE WHEN {rules.terminal('coalesce(%(state)s, state)')} THEN NULL "
         f"ELSE payload END WHERE id = %(id)s RETURNING {COLUMNS}",
         {"state": state, "now": now, "output": output,
          "result": None if result is None else Jsonb(result), "error": error,
@@ -119,8 +119,8 @@ def create(store: PostgresStore, job: JobRecord, max_pending: int) -> Job:
         # One creator of a kind at a time, so concurrent daemons keep to the cap.
         conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('velesmem-jobs:' || %s, 0))",
                      (job.kind,))
-        pending = conn.execute("SELECT count(*) FROM jobs WHERE kind = %s AND state NOT IN "
-                               "('committed', 'failed')", (job.kind,)).fetchone()[0]
+        pending = conn.execute(f"SELECT count(*) FROM jobs WHERE kind = %s AND "
+                               f"{rules.pending()}", (job.kind,)).fetchone()[0]
         if pending >= max_pending:
             raise InvalidInput(f"{pending} {job.kind} jobs are still pending (the cap is "
                                f"{max_pending}): wait for some to finish (extraction_status), "
@@ -146,7 +146,7 @@ def create(store: PostgresStore, job: JobRecord, max_pending: int) -> Job:
 def update(store: PostgresStore, job_id: str, now: float, **changes: Any) -> Job:
     def run(conn: Conn) -> Outcome[JobRecord]:
         record = set_job(conn, job_id, now, **changes)
-        if record.state in TERMINAL_STATES:
+        if rules.is_terminal(record.state):
             return Outcome(record, _released(store, job_id))
         return Outcome(record)
 
@@ -158,8 +158,8 @@ def claim(store: PostgresStore, kind: str, now: float) -> Job:
 
     def run(conn: Conn) -> Outcome[JobRecord | None]:
         rows = conn.execute(
-            "SELECT id, state FROM jobs WHERE kind = %s AND state IN ('accepted', 'running') "
-            "ORDER BY state = 'accepted', created_at, id LIMIT %s FOR UPDATE SKIP LOCKED",
+            f"SELECT id, state FROM jobs WHERE kind = %s AND {rules.pending()} "
+            f"ORDER BY {rules.RESUME_ORDER} LIMIT %s FOR UPDATE SKIP LOCKED",
             (kind, CANDIDATES)).fetchall()
         for job_id, state in rows:
             if state == "running" and job_id in store.leases.held:
@@ -182,8 +182,8 @@ def claim(store: PostgresStore, kind: str, now: float) -> Job:
 def pending(store: PostgresStore, conn: Conn, kind: str, limit: int) -> list[JobRecord]:
     """Jobs of ``kind`` not terminal, running ones first (see the module docstring)."""
     rows = conn.execute(
-        f"SELECT {COLUMNS} FROM jobs WHERE kind = %s AND state IN ('running', 'accepted') "
-        "ORDER BY state = 'accepted', created_at, id LIMIT %s", (kind, limit)).fetchall()
+        f"SELECT {COLUMNS} FROM jobs WHERE kind = %s AND {rules.pending()} "
+        f"ORDER BY {rules.RESUME_ORDER} LIMIT %s", (kind, limit)).fetchall()
     out = []
     for record in map(from_row, rows):
         if record.state == "running" and record.id not in store.leases.held:

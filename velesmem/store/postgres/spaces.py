@@ -25,6 +25,7 @@ import numpy as np
 import psycopg
 
 from velesmem.errors import EmbedderMismatch
+from velesmem.store import rules
 from velesmem.store.postgres.connection import EF_SEARCH, Keys
 from velesmem.store.postgres.predicates import Matched
 from velesmem.store.types import Identity, Space
@@ -230,6 +231,6 @@ def scored(conn: Conn, space_id: int, query: np.ndarray, keys: list[int],
         return {}
     rows = conn.execute(f"SELECT f.id, -(e.embedding <#> %b), f.confidence FROM facts f "
                         f"LEFT JOIN {table(space_id)} e ON e.id = f.id WHERE f.id = ANY(%b) "
-                        "AND f.kind IS NULL AND (f.expires_at IS NULL OR f.expires_at > %s)",
+                        f"AND f.kind IS NULL AND {rules.live(rules.POSTGRES, 'f')}",
                         (np.asarray(query, dtype=np.float32), Keys(keys), now)).fetchall()
     return {int(i): (0.0 if s is None else float(s), float(c)) for i, s, c in rows}

@@ -25,6 +25,7 @@ import psycopg
 from velesmem import limits
 from velesmem.errors import Internal, InvalidInput, NotFound
 from velesmem.ids import edge_id, to_i64, to_u64
+from velesmem.store import rules
 from velesmem.store.postgres import spaces, text
 from velesmem.store.postgres.connection import Keys
 from velesmem.store.postgres.meta_index import index_fact
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 Conn = psycopg.Connection[Any]
-LIVE = "(expires_at IS NULL OR expires_at > %s)"
+LIVE = rules.live(rules.POSTGRES)
 # A JSON escape of U+0000 (not an escaped backslash followed by "u0000").
 _JSON_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 _MISSING = object()
@@ -299,7 +300,7 @@ def purge_expired(store: PostgresStore, now: float, lock: int) -> Job:
         if not conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (lock,)).fetchone()[0]:
             return Outcome(0)
         keys = [int(r[0]) for r in conn.execute(
-            "SELECT id FROM facts WHERE expires_at IS NOT NULL AND expires_at <= %s", (now,))]
+            f"SELECT id FROM facts WHERE {rules.expired(rules.POSTGRES)}", (now,))]
         return Outcome(len(delete_facts(store, conn, keys)))
 
     return job
@@ -307,12 +308,12 @@ def purge_expired(store: PostgresStore, now: float, lock: int) -> Job:
 
 def feedback(store: PostgresStore, key: int, success: bool, now: float) -> Job:
     """One atomic UPDATE: confidence ± step clamped to [0, 1], success/failure counted."""
-    step = limits.FEEDBACK_SUCCESS_STEP if success else -limits.FEEDBACK_FAILURE_STEP
+    step = rules.feedback_step(success)
 
     def job(conn: Conn) -> Outcome[float]:
         row = conn.execute(
-            "UPDATE facts SET confidence = round(least(1.0, greatest(0.0, confidence + %s))"
-            "::numeric, 9)::double precision, successes = successes + %s, "
+            f"UPDATE facts SET confidence = {rules.clamped_confidence(rules.POSTGRES)}, "
+            "successes = successes + %s, "
             f"failures = failures + %s WHERE id = %s AND kind IS NULL AND {LIVE} "
             "RETURNING confidence",
             (step, int(success), int(not success), key, now)).fetchone()

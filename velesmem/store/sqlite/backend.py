@@ -27,6 +27,7 @@ from velesmem import limits
 from velesmem.errors import EmbedderMismatch, Internal, InvalidInput
 from velesmem.ids import to_i64
 from velesmem.store.predicates import Predicate
+from velesmem.store import rules
 from velesmem.store.types import (
     JOURNAL_ENTRY_BYTES,
     Counts,
@@ -57,7 +58,7 @@ BUSY_TIMEOUT_MS = 10_000
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 MAX_BOUND_IDS = 4_096  # ids bound as parameters (SQLite allows 32,766)
-LIVE = "(expires_at IS NULL OR expires_at > ?)"
+LIVE = rules.live(rules.SQLITE)
 _I64_MIN = -(1 << 63)
 log = logging.getLogger(__name__)
 
@@ -490,8 +491,8 @@ class SqliteStore:
 
     def pending_jobs(self, kind: str, limit: int) -> list[Job]:
         rows = self.reader().execute(
-            f"SELECT {writes.JOB_COLUMNS} FROM jobs WHERE kind = ? AND state IN "
-            "('running', 'accepted') ORDER BY state = 'accepted', created_at, id LIMIT ?",
+            f"SELECT {writes.JOB_COLUMNS} FROM jobs WHERE kind = ? AND {rules.pending()} "
+            f"ORDER BY {rules.RESUME_ORDER} LIMIT ?",
             (kind, limit)).fetchall()
         return [writes.job_from_row(r) for r in rows]
 
@@ -756,13 +757,13 @@ class SqliteStore:
     def out_edges(self, key: int, now: float, limit: int) -> list[tuple[int, str]]:
         return [(int(d), r) for d, r in self.reader().execute(
             "SELECT e.dst, e.relation FROM edges e JOIN facts f ON f.id = e.dst "
-            "WHERE e.src = ? AND (f.expires_at IS NULL OR f.expires_at > ?) ORDER BY e.id "
+            f"WHERE e.src = ? AND {rules.live(rules.SQLITE, 'f')} ORDER BY e.id "
             "LIMIT ?", (key, now, limit))]
 
     def in_edges(self, key: int, now: float, limit: int) -> list[tuple[int, str]]:
         return [(int(s), r) for s, r in self.reader().execute(
             "SELECT e.src, e.relation FROM edges e JOIN facts f ON f.id = e.src "
-            "WHERE e.dst = ? AND (f.expires_at IS NULL OR f.expires_at > ?) ORDER BY e.id "
+            f"WHERE e.dst = ? AND {rules.live(rules.SQLITE, 'f')} ORDER BY e.id "
             "LIMIT ?", (key, now, limit))]
 
     def targets(self, key: int) -> list[int]:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from velesmem.store import rules
 from velesmem.store.sqlite.writer import Outcome
 from velesmem.store.sqlite.writes import put_vector, record_provenance
 
@@ -30,9 +31,9 @@ def unembedded(conn: sqlite3.Connection, space: int, after: int | None, limit: i
     """(key, content) of up to ``limit`` live user facts with no vector in ``space``, with a key
     (int64) above ``after``, by key."""
     rows = conn.execute(
-        "SELECT f.id, f.content FROM facts f WHERE f.kind IS NULL AND (f.expires_at IS NULL OR "
-        "f.expires_at > ?) AND (? IS NULL OR f.id > ?) AND NOT EXISTS (SELECT 1 FROM "
-        "space_vectors v WHERE v.space = ? AND v.id = f.id) ORDER BY f.id LIMIT ?",
+        f"SELECT f.id, f.content FROM facts f WHERE f.kind IS NULL AND "
+        f"{rules.live(rules.SQLITE, 'f')} AND (? IS NULL OR f.id > ?) AND NOT EXISTS "
+        "(SELECT 1 FROM space_vectors v WHERE v.space = ? AND v.id = f.id) ORDER BY f.id LIMIT ?",
         (now, after, after, space, limit)).fetchall()
     return [(int(k), c) for k, c in rows]
 

@@ -22,19 +22,19 @@ from velesmem.store.types import (
     ENTITY_HUB_KIND,
     HUB_NAME_KEY,
     HUB_SOURCE_KEY,
-    TERMINAL_STATES,
     FactWrite,
     GraphWrite,
     HubWrite,
 )
 from velesmem.store.types import Job as JobRecord
+from velesmem.store import rules
 from velesmem.store.sqlite.meta_index import index_fact, unindex_fact
 from velesmem.store.sqlite.writer import Outcome
 
 if TYPE_CHECKING:
     from velesmem.store.sqlite.backend import SqliteStore
 
-LIVE = "(expires_at IS NULL OR expires_at > ?)"
+LIVE = rules.live(rules.SQLITE)
 _MISSING = object()
 Job = Callable[[sqlite3.Connection], Outcome[Any]]
 
@@ -287,7 +287,7 @@ def purge_expired(store: SqliteStore, now: float) -> Job:
 
     def job(conn: sqlite3.Connection) -> Outcome[int]:
         keys = [int(r[0]) for r in conn.execute(
-            "SELECT id FROM facts WHERE expires_at IS NOT NULL AND expires_at <= ?", (now,))]
+            f"SELECT id FROM facts WHERE {rules.expired(rules.SQLITE)}", (now,))]
         removed = delete_facts(store, conn, keys)
         nxt = conn.execute("SELECT min(expires_at) FROM facts WHERE expires_at IS NOT NULL"
                            ).fetchone()[0]
@@ -305,11 +305,11 @@ def purge_expired(store: SqliteStore, now: float) -> Job:
 
 def feedback(store: SqliteStore, key: int, success: bool, now: float) -> Job:
     """One atomic UPDATE: confidence ± step clamped to [0, 1], success/failure counted."""
-    step = limits.FEEDBACK_SUCCESS_STEP if success else -limits.FEEDBACK_FAILURE_STEP
+    step = rules.feedback_step(success)
 
     def job(conn: sqlite3.Connection) -> Outcome[float]:
         row = conn.execute(
-            "UPDATE facts SET confidence = round(min(1.0, max(0.0, confidence + ?)), 9), "
+            f"UPDATE facts SET confidence = {rules.clamped_confidence(rules.SQLITE)}, "
             "successes = successes + ?, failures = failures + ? "
             f"WHERE id = ? AND kind IS NULL AND {LIVE} RETURNING confidence",
             (step, int(success), int(not success), key, now)).fetchone()
@@ -402,7 +402,7 @@ def _set_job(conn: sqlite3.Connection, job_id: str, now: float, *, state: str | 
     if current is None:
         raise NotFound(f"no job {job_id}")
     new_state = state or current.state
-    terminal = new_state in TERMINAL_STATES
+    terminal = rules.is_terminal(new_state)
     conn.execute(
         "UPDATE jobs SET state = ?, updated_at = ?, output = ?, result = ?, error = ?, "
         "payload = ? WHERE id = ?",
@@ -421,8 +421,8 @@ def create_job(job: JobRecord, max_pending: int) -> Job:
         existing = _get_job(conn, job.id)
         if existing is not None:
             return Outcome((existing, False))
-        pending = conn.execute("SELECT count(*) FROM jobs WHERE kind = ? AND state NOT IN "
-                               "('committed', 'failed')", (job.kind,)).fetchone()[0]
+        pending = conn.execute(f"SELECT count(*) FROM jobs WHERE kind = ? AND "
+                               f"{rules.pending()}", (job.kind,)).fetchone()[0]
         if pending >= max_pending:
             raise InvalidInput(f"{pending} {job.kind} jobs are still pending (the cap is "
                                f"{max_pending}): wait for some to finish (extraction_status), "
@@ -446,8 +446,8 @@ def update_job(job_id: str, now: float, **changes: Any) -> Job:
 
 def claim_job(kind: str, now: float) -> Job:
     def run(conn: sqlite3.Connection) -> Outcome[JobRecord | None]:
-        row = conn.execute("SELECT id FROM jobs WHERE kind = ? AND state = 'accepted' "
-                           "ORDER BY created_at, id LIMIT 1", (kind,)).fetchone()
+        row = conn.execute(f"SELECT id FROM jobs WHERE kind = ? AND {rules.claimable()} "
+                           f"ORDER BY {rules.CLAIM_ORDER} LIMIT 1", (kind,)).fetchone()
         if row is None:
             return Outcome(None)
         return Outcome(_set_job(conn, row[0], now, state="running"))

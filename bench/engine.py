@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 from _common import load_average, machine, median, percentile, print_table, write_results
 
+import velesmem
 from velesmem.config import Settings
 from velesmem.memory.service import MemoryService
 
@@ -96,7 +97,7 @@ def bench_size(n: int, queries_count: int, rng: random.Random, autograph: str) -
     row: dict = {"facts": n}
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(path=Path(tmp), recall_mode="vector", embedder="hash", autograph=autograph)
-        with MemoryService.open(Path(tmp), settings=settings) as svc:
+        with velesmem.open(Path(tmp), settings=settings).memory as svc:
             row["remember_1_caller_per_s"] = remember_all(svc, facts[:single_n], 1)
             row["remember_8_callers_per_s"] = remember_all(svc, facts[single_n:], 8)
             # autograph links acknowledged facts in the background: time recall once it caught up
@@ -127,7 +128,7 @@ def bench_size(n: int, queries_count: int, rng: random.Random, autograph: str) -
                 hits += sum(1 for c in got if c in acceptable)
             row["recall_at_10"] = hits / (10 * len(queries))
         hybrid = Settings(path=Path(tmp), recall_mode="hybrid", embedder="hash", autograph=autograph)
-        with MemoryService.open(Path(tmp), settings=hybrid) as svc:
+        with velesmem.open(Path(tmp), settings=hybrid).memory as svc:
             for q in queries[:20]:
                 svc.recall(q, k=10)
             hybrid_ms = time_calls(lambda q: svc.recall(q, k=10), queries)

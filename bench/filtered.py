@@ -22,6 +22,7 @@ from pathlib import Path
 from _common import machine, median, percentile, print_table, write_results
 from engine import SEED, make_corpus, make_queries
 
+import velesmem
 from velesmem.config import Settings
 from velesmem.memory.service import MemoryService
 
@@ -95,10 +96,10 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         print(f"… storing {args.facts} facts", flush=True)
-        with MemoryService.open(Path(tmp), settings=Settings(path=Path(tmp), embedder="hash")) as svc:
+        with velesmem.open(Path(tmp), settings=Settings(path=Path(tmp), embedder="hash")).memory as svc:
             per_s = fill(svc, facts)
         # reopened: the figures are for a store as a restarted daemon finds it
-        with MemoryService.open(Path(tmp), settings=Settings(path=Path(tmp), embedder="hash")) as svc:
+        with velesmem.open(Path(tmp), settings=Settings(path=Path(tmp), embedder="hash")).memory as svc:
             for selectivity, kind, arg, check in CASES:
                 ms = run_case(svc, kind, arg, check, queries)
                 rows.append({"selectivity": selectivity, "kind": kind, "arg": arg,

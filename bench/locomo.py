@@ -22,9 +22,9 @@ from pathlib import Path
 
 from _common import command, embedder_overrides, machine, print_table, write_results
 
+import velesmem
 from velesmem.config import Settings
 from velesmem.errors import InvalidInput
-from velesmem.memory import MemoryService
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -70,7 +70,7 @@ def evidence_ids(evidence: list[str]) -> set[str]:
 def run_conversation(sample: dict, tally: dict, settings: Settings) -> tuple[int, float]:
     with tempfile.TemporaryDirectory() as tmp:
         dia_of: dict[int, set[str]] = defaultdict(set)
-        with MemoryService.open(tmp, settings=settings) as mem:
+        with velesmem.open(tmp, settings=settings).memory as mem:
             start = time.perf_counter()
             stored = 0
             for text, dia, date in turns(sample["conversation"]):
@@ -85,7 +85,7 @@ def run_conversation(sample: dict, tally: dict, settings: Settings) -> tuple[int
                 stored += 1
             load_s = time.perf_counter() - start
         for mode in MODES:
-            with MemoryService.open(tmp, settings=settings.with_overrides(recall_mode=mode)) as mem:
+            with velesmem.open(tmp, settings=settings.with_overrides(recall_mode=mode)).memory as mem:
                 for qa in sample["qa"]:
                     cat = qa.get("category")
                     if cat not in CATEGORIES:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from _common import machine, print_table, write_results
 
+import velesmem
 from velesmem.config import Settings
 from velesmem.memory.service import MemoryService
 
@@ -75,7 +76,7 @@ def ticket(problem: str) -> str:
 def load_store(path: Path, settings: Settings, linking: str) -> tuple[MemoryService, list[str]]:
     """Store every chain, linked by ``relate`` (decision → PR → problem) or only by the
     identifiers their texts share; return the service and each chain's decision text."""
-    svc = MemoryService.open(path, settings=settings)
+    svc = velesmem.open(path, settings=settings).memory
     decisions = []
     for n, (tech, old, problem) in enumerate(CHAINS, start=1):
         pr = f"PR #{100 + n}"

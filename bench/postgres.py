@@ -142,10 +142,10 @@ def recall_at_10(got: list[list[int]], sims_of: Any, queries: np.ndarray) -> flo
 def part_scale(server: Server, root: Path, n: int, n_queries: int) -> dict:
     from engine import make_corpus, make_queries
 
+    import velesmem
     from velesmem.ids import fact_id, to_i64
     from velesmem.memory.filters import exact, predicates
     from velesmem.memory.ranking import Ranker
-    from velesmem.memory.service import MemoryService
     from velesmem.store.predicates import TRUE
 
     rng = random.Random(SEED)
@@ -153,7 +153,7 @@ def part_scale(server: Server, root: Path, n: int, n_queries: int) -> dict:
     queries = make_queries(n_queries, facts, rng)
     settings = pg_settings(server.database(), root)
     row: dict[str, Any] = {"facts": n, "queries": n_queries}
-    with MemoryService.open(settings=settings) as mem:
+    with velesmem.open(settings=settings).memory as mem:
         errors: list[BaseException] = []
 
         def work(start: int) -> None:

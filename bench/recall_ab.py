@@ -47,9 +47,14 @@ def export_baseline(revision: str, into: Path) -> None:
 def recall_p50(package: str, store: Path, mode: str, queries: list[str]) -> tuple[float, float]:
     """(p50, p99) ms of one recall at a time with ``package``'s MemoryService."""
     config = importlib.import_module(f"{package}.config")
-    service = importlib.import_module(f"{package}.memory.service")
+    top = importlib.import_module(package)
     settings = config.Settings(path=store, recall_mode=mode, embedder="hash", autograph="off")
-    with service.MemoryService.open(store, settings=settings) as svc:
+    if hasattr(top, "open"):  # velesmem.open(path) -> Runtime
+        opened = top.open(store, settings=settings).memory
+    else:  # a baseline from before it: MemoryService.open
+        opened = importlib.import_module(f"{package}.memory.service").MemoryService.open(
+            store, settings=settings)
+    with opened as svc:
         for q in queries[:20]:  # warm the index and the page caches
             svc.recall(q, k=10)
         times = []
@@ -74,10 +79,10 @@ def main() -> None:
         store = args.store or Path(tmp) / "store"
         if not (store / "memory.sqlite3").exists():
             print(f"building a {args.facts:,}-fact store in {store} …", file=sys.stderr)
+            import velesmem
             from velesmem.config import Settings
-            from velesmem.memory.service import MemoryService
             settings = Settings(path=store, embedder="hash", autograph="off")
-            with MemoryService.open(store, settings=settings) as svc:
+            with velesmem.open(store, settings=settings).memory as svc:
                 remember_all(svc, facts, 8)
         export_baseline(args.baseline, Path(tmp))
         sys.path.insert(0, tmp)

@@ -33,8 +33,8 @@ from _common import machine, print_table, write_results
 from _daemon import Served, load_average, start_daemon
 from http_scale import SEED, _fact, fill
 
+import velesmem
 from velesmem.config import Settings
-from velesmem.memory.service import MemoryService
 
 PREBUILD_WRITERS = 4
 AUTOGRAPH_CATCH_UP_S = 600.0
@@ -43,7 +43,7 @@ AUTOGRAPH_CATCH_UP_S = 600.0
 def prebuild(store: Path, size: int) -> None:
     """A store of ``size`` facts, written in-process from a few threads, index saved."""
     settings = Settings(path=store, embedder="hash")
-    with MemoryService.open(store, settings=settings) as svc:
+    with velesmem.open(store, settings=settings).memory as svc:
         def work(first: int) -> None:
             for i in range(first, size, PREBUILD_WRITERS):
                 svc.remember(_fact(random.Random(SEED + i), i))

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+import velesmem
 from tests.support import Clock, require_module
 from velesmem.config import Settings
 from velesmem.memory import MemoryService
@@ -298,7 +299,7 @@ def settings() -> Settings:
 
 @pytest.fixture
 def mem(store_dir: Path, clock: Clock, settings: Settings) -> Iterator[MemoryService]:
-    service = MemoryService.open(store_dir, clock=clock, settings=settings)
+    service = velesmem.open(store_dir, clock=clock, settings=settings).memory
     try:
         yield service
     finally:
@@ -308,8 +309,8 @@ def mem(store_dir: Path, clock: Clock, settings: Settings) -> Iterator[MemorySer
 @pytest.fixture
 def vmem(store_dir: Path, clock: Clock, settings: Settings) -> Iterator[MemoryService]:
     """A service ranking by vector similarity only (recall_mode=vector)."""
-    service = MemoryService.open(store_dir, clock=clock,
-                                 settings=settings.with_overrides(recall_mode="vector"))
+    service = velesmem.open(store_dir, clock=clock,
+                            settings=settings.with_overrides(recall_mode="vector")).memory
     try:
         yield service
     finally:

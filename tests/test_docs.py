@@ -33,14 +33,14 @@ def test_every_setting_is_in_the_readme() -> None:
 def test_every_served_tool_is_in_the_readme(tmp_path: Path) -> None:
     from fastmcp import Client
 
+    import velesmem
     from velesmem.config import Settings
     from velesmem.mcp.app import AppContext
     from velesmem.mcp.server import build_server
-    from velesmem.memory import MemoryService
 
     async def tool_names() -> list[str]:
-        with MemoryService.open(tmp_path, settings=Settings(path=tmp_path)) as memory:
-            async with Client(build_server(AppContext(memory.runtime))) as client:
+        with velesmem.open(tmp_path, settings=Settings(path=tmp_path)) as runtime:
+            async with Client(build_server(AppContext(runtime))) as client:
                 return [t.name for t in await client.list_tools()]
 
     names = asyncio.run(tool_names())

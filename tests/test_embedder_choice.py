@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+import velesmem
 from velesmem.config import Settings
 from velesmem.embed import HASH_MODEL, HashEmbedder
 from velesmem.errors import EmbedderMismatch
-from velesmem.memory import MemoryService
 from velesmem.runtime import backend_of
 
 
@@ -21,9 +21,9 @@ class OtherHash(HashEmbedder):
 
 
 def test_an_existing_store_is_served_by_the_embedder_that_filled_it(tmp_path: Path) -> None:
-    with MemoryService.open(tmp_path, settings=Settings(path=tmp_path, embedder="hash")) as m:
+    with velesmem.open(tmp_path, settings=Settings(path=tmp_path, embedder="hash")).memory as m:
         m.remember("filled by hash")
-    with MemoryService.open(tmp_path, settings=Settings(path=tmp_path)) as m:  # unset
+    with velesmem.open(tmp_path, settings=Settings(path=tmp_path)).memory as m:  # unset
         status = m.memory_status().to_dict()
         assert status["embedder"]["model"] == HASH_MODEL
         assert status["provenance"] == {"recorded": True, "model": HASH_MODEL, "dimension": 384}
@@ -31,10 +31,10 @@ def test_an_existing_store_is_served_by_the_embedder_that_filled_it(tmp_path: Pa
 
 def test_an_explicit_embedder_that_does_not_match_is_refused_with_the_migrate_command(
         tmp_path: Path) -> None:
-    with MemoryService.open(tmp_path, embedder=OtherHash()) as m:
+    with velesmem.open(tmp_path, embedder=OtherHash()).memory as m:
         m.remember("filled by another identity")
     with pytest.raises(EmbedderMismatch) as caught:
-        MemoryService.open(tmp_path, settings=Settings(path=tmp_path, embedder="hash"))
+        velesmem.open(tmp_path, settings=Settings(path=tmp_path, embedder="hash")).memory
     message = caught.value.message
     assert "velesdb-memory migrate --to hash" in message
     assert "unset VELESDB_MEMORY_EMBEDDER" in message

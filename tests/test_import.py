@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import velesmem
 from velesmem.cli import main
 from velesmem.config import Settings
 from velesmem.memory import MemoryService
@@ -61,7 +62,7 @@ def test_export_then_import_restores_everything_and_a_rerun_changes_nothing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
         target: str, request: pytest.FixtureRequest) -> None:
     source = Settings(path=tmp_path / "personal", autograph="off")  # a known graph
-    with MemoryService.open(source.path, settings=source) as mem:
+    with velesmem.open(source.path, settings=source).memory as mem:
         _fill(mem)
     exported = _export(source, tmp_path / "memories.jsonl")
     assert sum(line["type"] == "fact" for line in exported) == 4
@@ -74,7 +75,7 @@ def test_export_then_import_restores_everything_and_a_rerun_changes_nothing(
     assert "imported 4 facts and 3 edges" in err
     again = _export(dest, tmp_path / "again.jsonl")
     assert _comparable(again) == _comparable(exported)
-    with MemoryService.open(dest.path, settings=dest) as mem:
+    with velesmem.open(dest.path, settings=dest).memory as mem:
         hit = mem.recall("team database decision", k=1).memories[0]
         assert hit.content == "decision: move the store to the team database"
         assert mem.confidences([hit.id]) == {hit.id: 0.8}
@@ -108,7 +109,7 @@ def test_a_file_whose_later_line_is_bad_leaves_the_store_as_it_was(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     dest = Settings.from_env().with_overrides(path=tmp_path / "store")
-    with MemoryService.open(dest.path, settings=dest) as mem:
+    with velesmem.open(dest.path, settings=dest).memory as mem:
         mem.remember("stored before the import")
     before = _export(dest, tmp_path / "before.jsonl")
     file = tmp_path / "m.jsonl"

@@ -61,3 +61,89 @@ def test_the_check_catches_sql_where_it_is() -> None:
                     if isinstance(node, ast.Attribute) and node.attr in EXECUTE)
     assert hits > 50
     assert "sqlite3" in _imports(ast.parse((PACKAGE / "store/sqlite/backend.py").read_text()))
+
+
+# The layer order DESIGN.md draws, lowest first: a module may import its own layer and those
+# below it, never one above. Every top-level unit of the package is placed here: a new one must
+# be placed too (the test says so).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("config", "limits", "ids", "errors", "validate", "installed"),
+    ("embed", "store", "extract"),
+    ("memory", "context", "migration", "consolidate", "importers"),
+    ("runtime",),
+    ("mcp", "web"),
+    ("daemon",),
+    ("clients", "agents", "service"),
+    ("cli", "launcher"),  # the launcher attaches or enters the CLI; old scripts enter the CLI
+    ("__main__",),
+)
+RANK = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}
+FACADE = "__init__"  # velesmem/__init__.py re-exports lazily (velesmem.open): above everything
+
+
+def _unit(path: Path) -> str:
+    rel = path.relative_to(PACKAGE)
+    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+
+
+def _lazy_names() -> dict[str, str]:
+    """``velesmem.<name>`` re-exported by the package root → the unit that defines it."""
+    import velesmem
+
+    return {name: module.split(".")[1] for name, module in velesmem._LAZY.items()}
+
+
+def _imported_units(tree: ast.AST, lazy: dict[str, str]) -> list[tuple[int, str]]:
+    """(line, unit) for every import of a velesmem module, wherever it sits (a function-level
+    or TYPE_CHECKING import points the same way as a top-level one)."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name.split(".")[1]) for a in node.names
+                      if a.name.startswith("velesmem.")]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            parts = node.module.split(".")
+            if parts[0] != "velesmem":
+                continue
+            if len(parts) > 1:
+                found.append((node.lineno, parts[1]))
+                continue
+            for alias in node.names:  # from velesmem import limits / Runtime / __version__
+                if alias.name in RANK:
+                    found.append((node.lineno, alias.name))
+                elif alias.name in lazy:
+                    found.append((node.lineno, lazy[alias.name]))
+    return found
+
+
+def upward_imports(source: str, unit: str, lazy: dict[str, str]) -> list[str]:
+    """The imports in ``source`` (a module of ``unit``) that point up the layer order."""
+    return [f"line {line}: {unit} -> {target}"
+            for line, target in _imported_units(ast.parse(source), lazy)
+            if target != unit and RANK.get(target, -1) > RANK[unit]]
+
+
+def test_every_unit_of_the_package_has_a_place_in_the_layer_order() -> None:
+    units = {_unit(p) for p in PACKAGE.rglob("*.py")} - {FACADE}
+    assert sorted(units - set(RANK)) == []
+
+
+def test_no_import_points_up_the_layer_order() -> None:
+    lazy = _lazy_names()
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        unit = _unit(path)
+        if unit == FACADE:
+            continue
+        offenders += [f"{path.relative_to(PACKAGE)} {hit}"
+                      for hit in upward_imports(path.read_text(encoding="utf-8"), unit, lazy)]
+    assert offenders == []
+
+
+def test_the_layer_check_catches_an_upward_import() -> None:
+    """Not vacuous: each form of import that pointed up once is caught."""
+    lazy = _lazy_names()
+    assert upward_imports("from velesmem.memory.validate import dumps\n", "store", lazy)
+    assert upward_imports("def f():\n    from velesmem import Runtime\n", "memory", lazy)
+    assert upward_imports("import velesmem.cli._serve\n", "service", lazy)
+    assert upward_imports("from velesmem import limits, validate\n", "store", lazy) == []

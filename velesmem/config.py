@@ -6,6 +6,7 @@ the settings docs: name, default, type and help live together.
 
 from __future__ import annotations
 
+import argparse
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -314,3 +315,15 @@ def settings_help() -> str:
     lines = ["environment:"]
     lines += [f"  {s.env_name.ljust(width)}  {s.help}" for s in SETTINGS]
     return "\n".join(lines)
+
+
+def port_number(raw: str) -> int:
+    """An argparse type for the serve flags and the service options: a TCP port 0-65535
+    (0: any free port, chosen when the daemon binds)."""
+    try:
+        value = int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{raw!r} is not a port number") from None
+    if not 0 <= value < 65536:
+        raise argparse.ArgumentTypeError(f"{value} is out of range 0-65535")
+    return value

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import enum
-from contextlib import contextmanager
 import logging
 import os
 import sys
@@ -28,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from velesmem.config import Settings
@@ -140,15 +140,16 @@ class Runtime:
     """See the module docstring."""
 
     def __init__(self, settings: Settings, store: Store, embedder: Embedder,
-                 clock: Callable[[], float], roots: IngestRoots) -> None:
+                 clock: Callable[[], float], roots: IngestRoots, *,
+                 read_only: bool = False) -> None:
         from velesmem.context.service import ContextService
         from velesmem.context.store import MemoryContextStore
         from velesmem.extract import AUTOGRAPH_EXTRACTOR, autograph_mode
         from velesmem.extract import load as load_extractor
         from velesmem.extract.autograph import Autograph
         from velesmem.extract.jobs import ExtractionService
+        from velesmem.memory.service import MemoryHooks, MemoryService
         from velesmem.migration import MigrationService
-        from velesmem.memory.service import MemoryService
         from velesmem.store import WarmProgress
 
         self.settings = settings
@@ -156,6 +157,7 @@ class Runtime:
         self.embedder = embedder
         self.clock = clock
         self.state = State.STARTING
+        self.read_only = read_only  # open_view(): a view that only looks
         self.progress: WarmProgress = WarmProgress()
         self.error: VelesmemError | None = None  # why warming has not finished, if it failed
         self._ready = threading.Event()
@@ -169,18 +171,19 @@ class Runtime:
         self.executor = ThreadPoolExecutor(worker_threads(), thread_name_prefix="velesmem-work")
         self.search_pool = ThreadPoolExecutor(SEARCH_THREADS,
                                               thread_name_prefix="velesmem-search")
-        self.memory: MemoryService = MemoryService(store, embedder, clock, settings,
-                                                   self.search_pool)
-        self.memory.runtime = self
-        self.context: ContextService = ContextService(MemoryContextStore(self.memory), roots,
-                                                      self.memory)
-        self.extraction = ExtractionService(store, embedder, settings, clock, self.memory.today)
         mode = autograph_mode(settings)
         extractor = load_extractor(None, settings) if mode == AUTOGRAPH_EXTRACTOR else None
         self.autograph = Autograph(store, mode, clock, extractor)
-        self.memory.on_remembered = self.autograph.offer
-        self.memory.on_unembedded = self._backlog_wake.set
-        self.memory.extraction_status = self._extraction_status
+        hooks = MemoryHooks(on_remembered=self.autograph.offer,
+                            on_unembedded=self._backlog_wake.set,
+                            extraction_status=self._extraction_status,
+                            embedder_ready=self._embedder_ready.is_set,
+                            vectors_loading=self.vectors_loading, close=self.close)
+        self.memory: MemoryService = MemoryService(store, embedder, clock, settings,
+                                                   self.search_pool, hooks)
+        self.context: ContextService = ContextService(MemoryContextStore(self.memory), roots,
+                                                      self.memory)
+        self.extraction = ExtractionService(store, embedder, settings, clock, self.memory.today)
         self._paused = threading.Event()  # set while a migration's cutover holds requests
         self._inflight = 0
         self._inflight_cv = threading.Condition()
@@ -213,8 +216,38 @@ class Runtime:
             runtime.start()
         return runtime
 
+    @classmethod
+    def open_view(cls, settings: Settings, *,
+                  clock: Callable[[], float] | None = None) -> Runtime:
+        """A read-only view for commands that only look (``status`` with no daemon): a SQLite
+        store is read through a snapshot connection, without its lock; the embedder is
+        constructed, never loaded. It starts no thread, sweeps no TTL and writes nothing
+        (``start()`` refuses; a write raises). Close it like a Runtime."""
+        from velesmem.context.ingest import IngestRoots
+        from velesmem.store import open_store
+
+        clock = clock if clock is not None else time.time
+        if settings.backend == "sqlite":
+            from velesmem.store.sqlite.backend import DB_FILE, SqliteStore
+            from velesmem.store.sqlite.lock import held
+
+            wal = settings.path / f"{DB_FILE}-wal"  # a crash's WAL must be read, not skipped
+            untouched = not held(settings.path) and not (wal.exists() and wal.stat().st_size)
+            store: Store = SqliteStore.open_snapshot(settings.path, untouched=untouched)
+        else:  # PostgreSQL has no process lock: the store itself, never started
+            store = open_store(settings, None, float(clock()))
+        try:
+            return cls(settings, store, choose_embedder(settings, store), clock, IngestRoots(),
+                       read_only=True)
+        except BaseException:
+            store.close()
+            raise
+
     def start(self) -> None:
         """Start the store's writer, the warmer and the sweeper (idempotent)."""
+        if self.read_only:
+            raise Internal("a read-only view of the store starts no worker: open the store "
+                           "with velesmem.open() to serve it")
         if self.state is not State.STARTING:
             return
         self.store.start()
@@ -311,7 +344,7 @@ class Runtime:
                 "ready")
 
     def wait_ready_sync(self, timeout: float | None = None) -> None:
-        """Block until ready (the library's ``MemoryService.open``); raise what stopped it."""
+        """Block until ready (the library's ``velesmem.open``); raise what stopped it."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while not self._ready.wait(0.05):
             if self.error is not None and not isinstance(self.error, Warming):
@@ -475,7 +508,7 @@ class Runtime:
         """Serve with ``embedder`` from now on (a migration's cutover, requests held)."""
         self.embedder = embedder
         self.memory.set_embedder(embedder)
-        self.extraction.embedder = embedder
+        self.extraction.set_embedder(embedder)
 
     # --- many daemons, one database: follow the serving space another daemon moved --------
     def _follow_loop(self) -> None:

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from context_helpers import Clock
+
 from velesmem.config import Settings
 
 
@@ -19,10 +19,10 @@ def clock() -> Clock:
 @pytest.fixture
 def memory(tmp_path: Path, clock: Clock) -> Iterator[object]:
     """A real MemoryService (hash embedder, SQLite + FAISS) on a fresh temp store."""
-    from velesmem.memory.service import MemoryService
+    import velesmem
 
     settings = Settings.from_env().with_overrides(path=tmp_path / "store")
-    service = MemoryService.open(settings.path, settings=settings, clock=clock)
+    service = velesmem.open(settings.path, settings=settings, clock=clock).memory
     try:
         yield service
     finally:

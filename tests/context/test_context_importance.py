@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
-
 from context_helpers import request
+
 from velesmem.context.service import ContextService
 from velesmem.memory.results import FusedResult, Memory
 
@@ -75,10 +75,10 @@ def test_an_empty_query_skips_the_recall_with_a_warning() -> None:
 
 def test_feedback_in_a_real_store_promotes_the_reinforced_memory(tmp_path) -> None:
     """The confidence term reads what feedback wrote, through the real MemoryService."""
+    import velesmem
     from velesmem.config import Settings
-    from velesmem.memory import MemoryService
 
-    with MemoryService.open(tmp_path, settings=Settings(path=tmp_path)) as memory:
+    with velesmem.open(tmp_path, settings=Settings(path=tmp_path)).memory as memory:
         first = memory.remember("deploy canary pool minimum raised after the review",
                                 metadata={"project": "p"}).id
         second = memory.remember("deploy canary pool", metadata={"project": "p"}).id

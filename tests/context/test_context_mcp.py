@@ -14,11 +14,11 @@ from typing import Any
 
 import httpx
 import pytest
+from context_helpers import png_b64
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 from mcp import MCPError
 
-from context_helpers import png_b64
 from tests.support import free_port, wait_for
 from velesmem.config import Settings
 from velesmem.mcp.app import AppContext
@@ -47,14 +47,14 @@ def ingest_root(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def server(tmp_path: Path, ingest_root: Path) -> Iterator[Any]:
-    from velesmem.memory.service import MemoryService
+    import velesmem
 
     settings = Settings.from_env().with_overrides(path=tmp_path / "store", ingest_roots=(str(ingest_root),))
-    memory = MemoryService.open(settings.path, settings=settings)
+    runtime = velesmem.open(settings.path, settings=settings)
     try:
-        yield build_server(AppContext(memory.runtime))
+        yield build_server(AppContext(runtime))
     finally:
-        memory.close()
+        runtime.close()
 
 
 async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -199,11 +199,11 @@ async def test_one_https_round_trip_through_the_daemon(tmp_path: Path) -> None:
 
 
 def test_a_bad_ingest_root_refuses_to_start(tmp_path: Path) -> None:
+    import velesmem
     from velesmem.errors import Internal
-    from velesmem.memory.service import MemoryService
 
     settings = Settings.from_env().with_overrides(path=tmp_path / "store",
                                                   ingest_roots=(str(tmp_path / "missing"),))
     with pytest.raises(Internal, match="does not exist"):
-        MemoryService.open(settings.path, settings=settings)
+        velesmem.open(settings.path, settings=settings).memory
     assert not (tmp_path / "store").exists()  # refused before the store was touched

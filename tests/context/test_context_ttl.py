@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from context_helpers import Clock, request
+
+import velesmem
 from velesmem.config import Settings
 from velesmem.context.ingest import IngestRoots
 from velesmem.context.service import ContextService
@@ -54,12 +55,12 @@ def test_source_ttl_expires_stored_sources(service, memory, clock) -> None:
 def test_source_and_event_ttls_are_durable_across_a_restart(tmp_path: Path) -> None:
     clock = Clock()
     settings = Settings.from_env().with_overrides(path=tmp_path / "store")
-    with MemoryService.open(settings.path, settings=settings, clock=clock) as memory:
+    with velesmem.open(settings.path, settings=settings, clock=clock).memory as memory:
         service = ContextService(MemoryContextStore(memory), IngestRoots(), memory)
         handle = compile_with_ttls(service, "volatile", source_ttl_seconds=TTL, event_ttl_seconds=TTL)
         compile_with_ttls(service, "kept for audits")  # no TTL: permanent
     clock.now += TTL + 1
-    with MemoryService.open(settings.path, settings=settings, clock=clock) as memory:
+    with velesmem.open(settings.path, settings=settings, clock=clock).memory as memory:
         assert stored_rows(memory, KIND_SOURCE) == 1  # purged at open, the permanent one kept
         assert stored_rows(memory, KIND_EVENT) == 1
         service = ContextService(MemoryContextStore(memory), IngestRoots(), memory)

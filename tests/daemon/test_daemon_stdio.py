@@ -13,13 +13,12 @@ from pathlib import Path
 
 import pytest
 from daemon_helpers import Daemon, clean_env, structured, wait_for
-
-from tests.support.bounds import record, timed
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
+import velesmem
+from tests.support.bounds import record, timed
 from velesmem.config import Settings
-from velesmem.memory.service import MemoryService
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -60,7 +59,7 @@ async def test_stdio_on_a_locked_store_attaches_to_the_daemon_and_sees_its_facts
 def test_stdio_on_a_locked_store_without_a_daemon_fails_with_the_lock_error(tmp_path: Path) -> None:
     settings = Settings(path=tmp_path / "store", tls_dir=tmp_path / "tls")
     env = clean_env(tmp_path, VELESDB_MEMORY_PATH=str(settings.path), VELESDB_MEMORY_TLS_DIR=str(settings.tls_dir))
-    with MemoryService.open(settings=settings):
+    with velesmem.open(settings=settings).memory:
         done = subprocess.run([sys.executable, "-m", "velesmem"], env=env, stdin=subprocess.DEVNULL,
                               capture_output=True, text=True, timeout=30)
     assert done.returncode != 0
@@ -92,7 +91,7 @@ def test_stdio_exits_by_itself_when_its_parent_dies(tmp_path: Path) -> None:
         assert settings.path.exists()
         wait_for(lambda: not _alive(child), 20, "the orphaned stdio server to exit")
         with timed("stdio: the store opens once the orphaned server has exited", 5.0):
-            with MemoryService.open(settings=settings):
+            with velesmem.open(settings=settings).memory:
                 pass
     finally:
         os.close(write_end)
@@ -118,7 +117,7 @@ def test_stdio_does_not_attach_to_a_daemon_serving_another_store(
     daemon = make_daemon().start()
     settings = Settings(path=tmp_path / "other-store", tls_dir=daemon.tls_dir)
     env = dict(daemon.env, VELESDB_MEMORY_PATH=str(settings.path))
-    with MemoryService.open(settings=settings):
+    with velesmem.open(settings=settings).memory:
         done = subprocess.run([sys.executable, "-m", "velesmem"], env=env, stdin=subprocess.DEVNULL,
                               capture_output=True, text=True, timeout=30)
     assert done.returncode != 0

@@ -17,12 +17,11 @@ import numpy as np
 import pytest
 from daemon_helpers import Daemon, structured, wait_for
 
+import velesmem
 from tests.embed.embedding_server import EmbeddingServer  # a real Ollama-speaking HTTP server
 from tests.support import wait_for_async
 from tests.support.bounds import record
-
 from velesmem.ids import fact_id, to_i64
-from velesmem.memory import MemoryService
 
 pytestmark = pytest.mark.integration  # every test here starts a process
 
@@ -32,7 +31,7 @@ DIM = 384
 
 def _fill_directly(store: Path, n: int) -> None:
     """A store of ``n`` facts written straight into SQLite (fast), with no saved FAISS index."""
-    with MemoryService.open(store) as mem:
+    with velesmem.open(store).memory as mem:
         mem.remember("the first fact, written the normal way")
     rng = np.random.default_rng(3)
     vecs = rng.standard_normal((n, DIM)).astype(np.float32)

@@ -51,11 +51,11 @@ def test_service_install_shows_the_error_of_a_daemon_that_dies_at_start(daemon: 
 def test_the_installer_shows_why_the_daemon_died_and_wires_nothing(tmp_path: Path) -> None:
     """An embedder the daemon refuses to start with (``local`` asked for a store the hash
     embedder filled): the installer fails, quoting the daemon's own error, not a missing CA."""
+    import velesmem
     from velesmem.config import Settings
-    from velesmem.memory import MemoryService
 
     store = tmp_path / ".velesdb-memory"
-    with MemoryService.open(store, settings=Settings(path=store, embedder="hash")) as memory:
+    with velesmem.open(store, settings=Settings(path=store, embedder="hash")).memory as memory:
         memory.remember("filled by the hash embedder")
     run = run_installer(tmp_path, f"--port={free_port()}", "--yes", "--embedder=local")
     try:

@@ -24,14 +24,14 @@ def anyio_backend() -> str:
 @pytest.fixture
 def app(tmp_path: Path) -> Iterator[AppContext]:
     """A real MemoryService (hash embedder, SQLite + FAISS) on a fresh temp store."""
-    from velesmem.memory.service import MemoryService
+    import velesmem
 
     settings = Settings.from_env().with_overrides(path=tmp_path / "store")
-    memory = MemoryService.open(settings.path, settings=settings)
+    runtime = velesmem.open(settings.path, settings=settings)
     try:
-        yield AppContext(memory.runtime)
+        yield AppContext(runtime)
     finally:
-        memory.close()
+        runtime.close()
 
 
 @pytest.fixture

@@ -47,21 +47,21 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
 @pytest.fixture
 def twin_servers(tmp_path: Path) -> Any:
     """Two servers on two fresh stores: one as built (direct), one with FastMCP's handler back."""
-    from velesmem.memory.service import MemoryService
+    import velesmem
 
     opened = []
     servers = []
     for name in ("direct", "fastmcp"):
         settings = Settings.from_env().with_overrides(path=tmp_path / name)
-        memory = MemoryService.open(settings.path, settings=settings)
-        opened.append(memory)
-        servers.append(build_server(AppContext(memory.runtime)))
+        runtime = velesmem.open(settings.path, settings=settings)
+        opened.append(runtime)
+        servers.append(build_server(AppContext(runtime)))
     _restore_fastmcp_handler(servers[1])
     try:
         yield servers
     finally:
-        for memory in opened:
-            memory.close()
+        for runtime in opened:
+            runtime.close()
 
 
 def _restore_fastmcp_handler(server: FastMCP) -> None:

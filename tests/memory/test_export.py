@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from velesmem.memory import MemoryService
+import velesmem
 from velesmem.config import Settings
 from velesmem.memory.export import export_store
 from velesmem.runtime import offline_store
@@ -31,7 +31,7 @@ def _export(path: Path, out: Path, *, include_internal: bool = False,
 
 def test_export_round_trip(tmp_path: Path, clock) -> None:
     src, dst, out = tmp_path / "src", tmp_path / "dst", tmp_path / "m.jsonl"
-    with MemoryService.open(src, clock=clock) as mem:
+    with velesmem.open(src, clock=clock).memory as mem:
         a = mem.remember("decision: use sqlite", metadata={"project": "p", "n": 1.5})
         b = mem.remember("evidence: benchmark", metadata={"_veles_date": 20260101})
         mem.relate(a.id, b.id, "supported_by")
@@ -41,7 +41,7 @@ def test_export_round_trip(tmp_path: Path, clock) -> None:
     assert _export(src, out, now=clock.now) == (2, 1)
     lines = read(out)
     assert [line["type"] for line in lines] == ["fact", "fact", "edge"]
-    with MemoryService.open(dst, clock=clock) as mem:
+    with velesmem.open(dst, clock=clock).memory as mem:
         for line in lines:
             if line["type"] == "fact":
                 mem.remember(line["content"], metadata=line["metadata"])
@@ -65,7 +65,7 @@ class Other:
 
 @pytest.mark.integration
 def test_export_works_on_a_mismatched_store(tmp_path: Path) -> None:
-    with MemoryService.open(tmp_path / "s", embedder=Other()) as mem:
+    with velesmem.open(tmp_path / "s", embedder=Other()).memory as mem:
         mem.remember("filled by another embedder")
     out = tmp_path / "m.jsonl"
     env = {**os.environ, "VELESDB_MEMORY_PATH": str(tmp_path / "s"),
@@ -84,7 +84,7 @@ def test_export_works_while_a_daemon_holds_the_store(tmp_path: Path) -> None:
     """Users back up a running daemon: export reads a consistent snapshot of the held store."""
     out = tmp_path / "m.jsonl"
     env = {**os.environ, "VELESDB_MEMORY_PATH": str(tmp_path / "s"), "PYTHONPATH": str(REPO)}
-    with MemoryService.open(tmp_path / "s") as mem:
+    with velesmem.open(tmp_path / "s").memory as mem:
         a = mem.remember("held by the running service")
         b = mem.remember("written before the backup")
         mem.relate(a.id, b.id, "precedes")
@@ -101,7 +101,7 @@ def test_export_works_while_a_daemon_holds_the_store(tmp_path: Path) -> None:
 
 @pytest.mark.integration
 def test_status_command_prints_memory_status(tmp_path: Path) -> None:
-    with MemoryService.open(tmp_path / "s") as mem:
+    with velesmem.open(tmp_path / "s").memory as mem:
         mem.remember("one fact to count")
     env = {**os.environ, "VELESDB_MEMORY_PATH": str(tmp_path / "s"), "PYTHONPATH": str(REPO)}
     done = subprocess.run([sys.executable, "-m", "velesmem", "status"], env=env,

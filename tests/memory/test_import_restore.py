@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import velesmem
 from velesmem.embed.hashing import HashEmbedder
 from velesmem.errors import InvalidInput, NotFound
 from velesmem.ids import fact_id, to_i64
@@ -52,7 +53,7 @@ def _edge_line(src: str, dst: str, relation: str) -> str:
 @pytest.fixture
 def dest(tmp_path: Path, clock) -> Iterator[MemoryService]:
     """A second, empty store beside ``mem`` (on the same backend)."""
-    service = MemoryService.open(tmp_path / "dest", clock=clock)
+    service = velesmem.open(tmp_path / "dest", clock=clock).memory
     try:
         yield service
     finally:
@@ -109,7 +110,7 @@ def test_import_into_another_embedder_re_embeds_every_fact(mem: MemoryService, t
     _team_store(mem)
     exported = _export(mem, tmp_path / "backup.jsonl")
     other = HashEmbedder(dimension=64)
-    with MemoryService.open(tmp_path / "other", clock=clock, embedder=other) as target:
+    with velesmem.open(tmp_path / "other", clock=clock, embedder=other).memory as target:
         report = _import(target, tmp_path / "backup.jsonl")
         assert report.facts == 3
         assert target.store.provenance().model == other.model

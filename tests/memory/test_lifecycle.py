@@ -6,6 +6,7 @@ import threading
 
 import pytest
 
+import velesmem
 from velesmem import limits
 from velesmem.config import Settings
 from velesmem.errors import InvalidInput, NotFound
@@ -14,13 +15,13 @@ from velesmem.memory import MemoryService
 
 
 def test_ttl_expires_everywhere_and_survives_a_reopen(store_dir, clock, settings) -> None:
-    with MemoryService.open(store_dir, clock=clock, settings=settings) as mem:
+    with velesmem.open(store_dir, clock=clock, settings=settings).memory as mem:
         keep = mem.remember("permanent fact about caching")
         temp = mem.remember("temporary fact about caching", ttl_seconds=60)
         mem.relate(keep.id, temp.id, "r")
         assert len(mem.recall("caching fact").memories) == 2
     clock.advance(61)
-    with MemoryService.open(store_dir, clock=clock, settings=settings) as mem:
+    with velesmem.open(store_dir, clock=clock, settings=settings).memory as mem:
         assert [m.id for m in mem.recall("caching fact").memories] == [keep.id]
         assert [m.id for m in mem.list_memories().memories] == [keep.id]
         assert mem.memory_status().memory == {"facts": 1, "edges": 0}
@@ -48,7 +49,7 @@ def test_re_remember_without_ttl_makes_it_permanent(mem: MemoryService, clock) -
 
 def test_default_ttl_from_settings(store_dir, clock) -> None:
     settings = Settings.from_env({"VELESDB_MEMORY_DEFAULT_TTL": "30"})
-    with MemoryService.open(store_dir, clock=clock, settings=settings) as mem:
+    with velesmem.open(store_dir, clock=clock, settings=settings).memory as mem:
         mem.remember("defaulted")
         mem.remember("explicit", ttl_seconds=3600)
         clock.advance(31)

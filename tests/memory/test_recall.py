@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+import velesmem
 from velesmem import limits
 from velesmem.errors import InvalidInput
 from velesmem.ids import fact_id
@@ -211,7 +213,7 @@ def check_against_oracle(mem: MemoryService, records: list, query: str, k: int,
 def test_filtered_recall_matches_the_oracle(tmp_path_factory, clock, settings_vector,
                                             records, query, k, project, min_n) -> None:
     path = tmp_path_factory.mktemp("oracle")
-    with MemoryService.open(path, clock=clock, settings=settings_vector) as mem:
+    with velesmem.open(path, clock=clock, settings=settings_vector).memory as mem:
         check_against_oracle(mem, records, query, k, project, min_n)
 
 
@@ -222,7 +224,7 @@ def test_selector_and_hnsw_paths_match_the_oracle(tmp_path, clock, settings_vect
     rng = np.random.default_rng(7)
     records = [(" ".join(rng.choice(WORDS, size=4)) + f" item{i}", "ab"[i % 2], i % 6)
                for i in range(300)]
-    with MemoryService.open(tmp_path, clock=clock, settings=settings_vector) as mem:
+    with velesmem.open(tmp_path, clock=clock, settings=settings_vector).memory as mem:
         check_against_oracle(mem, records, "cache lock disk", 10, "a", None)
         for text, _, _ in records[:40]:
             mem.forget(fact_id(text))
@@ -250,7 +252,7 @@ def test_hybrid_filtered_recall_returns_only_and_all_matches(mem: MemoryService)
 
 def test_use_after_close_is_internal(store_dir, clock) -> None:
     from velesmem.errors import Internal
-    mem = MemoryService.open(store_dir, clock=clock)
+    mem = velesmem.open(store_dir, clock=clock).memory
     mem.recall("warm up the reader")
     mem.close()
     with pytest.raises(Internal, match="closed"):

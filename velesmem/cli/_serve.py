@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from velesmem.config import ENV_PREFIX, Settings
+from velesmem.config import ENV_PREFIX, Settings, port_number
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,17 +28,6 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"serve plain HTTP instead of HTTPS, with a loud warning; debugging only "
         f"[{ENV_PREFIX}HTTP_INSECURE=1]",
     )
-
-
-def port_number(raw: str) -> int:
-    """An argparse type: a TCP port 0-65535 (0: any free port, chosen when the daemon binds)."""
-    try:
-        value = int(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{raw!r} is not a port number") from None
-    if not 0 <= value < 65536:
-        raise argparse.ArgumentTypeError(f"{value} is out of range 0-65535")
-    return value
 
 
 def settings_from_args(args: argparse.Namespace, settings: Settings | None = None) -> Settings:

@@ -1,8 +1,9 @@
 """``velesdb-memory status``: the store's memory_status as JSON.
 
 The store is the one the settings name (environment, else the installer record, else the default).
-When a running daemon holds it, the daemon is asked over MCP instead of failing on the lock.
-A store that does not exist yet is reported as such (``"exists": false``), never created.
+When a running daemon holds it, the daemon is asked over MCP instead of failing on the lock;
+otherwise a read-only view of the store answers: no thread, no model load, no TTL sweep, nothing
+written. A store that does not exist yet is reported as such (``"exists": false``), never created.
 """
 
 from __future__ import annotations
@@ -24,8 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from velesmem.config import Settings
-    from velesmem.errors import StoreLocked
-    from velesmem.memory import MemoryService
+    from velesmem.runtime import Runtime
 
     settings = Settings.from_env()
     if not store_exists(settings):
@@ -33,13 +33,10 @@ def run(args: argparse.Namespace) -> int:
                           "message": f"no store at {settings.path} yet (nothing was created): "
                                      "the daemon or the first remember creates it"}, indent=2))
         return 0
-    try:
-        with MemoryService.open(settings=settings) as mem:
-            out = {"path": str(settings.path), **mem.memory_status().to_dict()}
-    except StoreLocked:
-        out = _from_daemon(settings)
-        if out is None:
-            raise
+    out = _from_daemon(settings) if store_served(settings) else None
+    if out is None:
+        with Runtime.open_view(settings) as view:
+            out = {"path": str(settings.path), **view.memory.memory_status().to_dict()}
     print(json.dumps(out, indent=2))
     return 0
 
@@ -56,6 +53,16 @@ def store_exists(settings: Settings) -> bool:
     from velesmem.store.sqlite.backend import DB_FILE
 
     return (settings.path / DB_FILE).is_file()
+
+
+def store_served(settings: Settings) -> bool:
+    """Whether a process may be serving the store: a SQLite store's lock is held (looked at
+    without taking it); a PostgreSQL store is always asked about, as many daemons share it."""
+    if settings.backend != "sqlite":
+        return True
+    from velesmem.store.sqlite.lock import held
+
+    return held(settings.path)
 
 
 def _from_daemon(settings: Settings) -> dict[str, Any] | None:

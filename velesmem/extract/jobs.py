@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from velesmem import limits
+from velesmem import limits, validate
 from velesmem.config import Settings
 from velesmem.embed import Embedder
 from velesmem.errors import Internal, InvalidInput, NotFound, VelesmemError
@@ -33,9 +33,7 @@ from velesmem.extract import load
 from velesmem.extract.graph import extraction_graph
 from velesmem.extract.model import Extraction
 from velesmem.ids import to_u64
-from velesmem.memory import validate
 from velesmem.store import FactStore, Job, JobStore
-
 
 
 class ExtractionStore(JobStore, FactStore, Protocol):
@@ -63,6 +61,10 @@ class ExtractionService:
         self._clock = clock
         self._today = today
         self.wake = threading.Event()  # set when a job is accepted
+
+    def set_embedder(self, embedder: Embedder) -> None:
+        """Embed extracted facts with ``embedder`` from now on (after a migration's cutover)."""
+        self.embedder = embedder
 
     # --- the tools ---------------------------------------------------------------------------
     def remember_extracted(self, text: Any, metadata: Any = None, extractor: Any = None,

@@ -15,8 +15,9 @@ from typing import Any, Protocol
 
 from velesmem import limits
 from velesmem.ids import entity_hub_id, to_i64, to_u64
-from velesmem.memory.validate import visible_metadata
 from velesmem.store import ENTITY_HUB_KIND, HUB_NAME_KEY, FactStore, SourceStore, StoredFact
+from velesmem.validate import visible_metadata
+
 
 class EntityStore(FactStore, SourceStore, Protocol):
     """The store roles an entity lookup reads: hubs (internal facts) and their edges."""

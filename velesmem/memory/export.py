@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import IO
 
 from velesmem.ids import to_u64
-from velesmem.memory.validate import visible_metadata
 from velesmem.store import Edge, MaintenanceStore, StoredFact
+from velesmem.validate import visible_metadata
 
 FILE_MODE = 0o600
 

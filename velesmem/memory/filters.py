@@ -14,9 +14,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from velesmem import limits
+from velesmem import limits, validate
 from velesmem.errors import InvalidInput
-from velesmem.memory import validate
 from velesmem.store.predicates import TRUE, All, Compare
 
 OPS = {"eq": "=", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}

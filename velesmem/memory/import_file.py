@@ -18,11 +18,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from velesmem import limits
+from velesmem import limits, validate
 from velesmem.errors import InvalidInput
 from velesmem.ids import fact_id
-from velesmem.memory import validate
-
 
 READ_CHUNK = 1 << 20  # bytes of a line read at once
 

@@ -19,9 +19,10 @@ from velesmem.embed.base import Embedder
 from velesmem.errors import NotFound
 from velesmem.ids import to_i64
 from velesmem.memory.import_file import CheckedFile, FactLine
-from velesmem.memory.validate import dumps
 from velesmem.store import FactStore, MaintenanceStore, StoredFact
 from velesmem.store.types import RestoredFact, RestoreWrite
+from velesmem.validate import dumps
+
 
 class RestoreStore(FactStore, MaintenanceStore, Protocol):
     """The store roles an import uses: what is stored already, and the one-transaction write."""

@@ -18,18 +18,17 @@ import datetime as _dt
 import math
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, Future
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from velesmem import limits
+from velesmem import limits, validate
 from velesmem.config import Settings
 from velesmem.embed import Embedder
 from velesmem.errors import InvalidInput
 from velesmem.ids import fact_id, parse_id, to_i64, to_u64
 from velesmem.memory import filters as mfilters
-from velesmem.memory import validate
 from velesmem.memory.entities import EntityResult, lookup_entity
 from velesmem.memory.graph import Walk, walk
 from velesmem.memory.ranking import Ranked, Ranker
@@ -62,9 +61,6 @@ from velesmem.store import (
 )
 from velesmem.store.predicates import All
 
-if TYPE_CHECKING:
-    from velesmem.runtime import Runtime
-
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -93,37 +89,47 @@ class MemoryStore(FactStore, SourceStore, SearchStore, EmbeddingStore, ExpirySto
     and its backlog, the TTL sweep, and closing the store when no Runtime owns it."""
 
 
+def _always() -> bool:
+    return True
+
+
+def _no_note() -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class MemoryHooks:
+    """What the owner of a MemoryService (the Runtime) tells it, given at construction: the
+    service never learns about its owner and nothing is patched into it afterwards."""
+
+    # called with (key, content) once a remember has committed (autograph queues it)
+    on_remembered: Callable[[int, str], None] | None = None
+    # called once a fact stored without a vector has committed (wakes the backlog warmer)
+    on_unembedded: Callable[[], None] | None = None
+    # memory_status's "extraction" block
+    extraction_status: Callable[[], dict[str, Any]] = _extraction_off
+    # whether writes embed their fact now (the embedder has loaded and settled its space)
+    embedder_ready: Callable[[], bool] = _always
+    # why recall ranks by text alone right now, or None
+    vectors_loading: Callable[[], str | None] = _no_note
+    # what close() does instead of closing the store (the owner's close: workers, then store)
+    close: Callable[[], None] | None = None
+
+
 class MemoryService:
-    """The memory engine over one open store (a context manager)."""
+    """The memory engine over one open store (a context manager). Open one with
+    ``velesmem.open(path).memory``; built directly, it uses the store it is given and
+    closes it with itself."""
 
     def __init__(self, store: MemoryStore, embedder: Embedder, clock: Callable[[], float],
-                 settings: Settings, pool: Executor | None = None) -> None:
+                 settings: Settings, pool: Executor | None = None,
+                 hooks: MemoryHooks | None = None) -> None:
         self.store = store
         self.embedder = embedder
         self.settings = settings
         self._clock = clock
         self._ranker = Ranker(store, embedder, settings.recall_mode, pool)
-        self.extraction_status: Callable[[], dict[str, Any]] = _extraction_off
-        self.runtime: Runtime | None = None  # set when a Runtime owns this service
-        # called with (key, content) once a remember has committed (autograph queues it)
-        self.on_remembered: Callable[[int, str], None] | None = None
-        # called once a fact stored without a vector has committed (wakes the backlog warmer)
-        self.on_unembedded: Callable[[], None] | None = None
-
-    @classmethod
-    def open(cls, path: str | Path | None = None, *, embedder: Embedder | None = None,
-             clock: Callable[[], float] | None = None,
-             settings: Settings | None = None) -> MemoryService:
-        """Open (creating if needed) and lock the store at ``path`` (default settings.path),
-        ready to use: a Runtime is started and closed with the service."""
-        from velesmem.runtime import Runtime
-
-        settings = settings if settings is not None else Settings.from_env()
-        if path is not None:
-            settings = settings.with_overrides(path=Path(path).expanduser())
-        runtime = Runtime.open(settings, embedder=embedder, clock=clock)
-        runtime.wait_ready_sync()
-        return runtime.memory
+        self._hooks = hooks if hooks is not None else MemoryHooks()
 
     def set_embedder(self, embedder: Embedder) -> None:
         """Rank and embed with ``embedder`` from now on (after a migration's cutover)."""
@@ -133,8 +139,8 @@ class MemoryService:
 
     def close(self) -> None:
         """Finish pending writes, save the index and release the lock (idempotent)."""
-        if self.runtime is not None:
-            self.runtime.close()
+        if self._hooks.close is not None:
+            self._hooks.close()
         else:
             self.store.close()
 
@@ -169,11 +175,11 @@ class MemoryService:
                           None if ttl is None else now + ttl,
                           tuple((to_i64(t), r) for t, r in pairs))
         future = self.store.remember(write)
-        hook = self.on_remembered
+        hook = self._hooks.on_remembered
         if hook is not None:
             future.add_done_callback(
                 lambda f: None if f.exception() is not None else hook(write.key, content))
-        backlog = self.on_unembedded
+        backlog = self._hooks.on_unembedded
         if vector is None and backlog is not None:
             future.add_done_callback(lambda f: None if f.exception() is not None else backlog())
         return then(future, lambda key: RememberResult(to_u64(key)))
@@ -182,11 +188,11 @@ class MemoryService:
         """Whether a write embeds its fact now: always without a Runtime; with one, once its
         embedder has loaded and settled the serving space (before that the write is stored
         without a vector, never made to wait)."""
-        return self.runtime is None or self.runtime.embedder_ready
+        return self._hooks.embedder_ready()
 
     def _vector_warnings(self) -> list[str]:
         """[why recall ranks by text alone] while the vector side loads, else []."""
-        note = None if self.runtime is None else self.runtime.vectors_loading()
+        note = self._hooks.vectors_loading()
         return [] if note is None else [note]
 
     def _rank(self, query: str, depth: int, predicate: All, now: float,
@@ -424,7 +430,7 @@ class MemoryService:
             provenance={"recorded": recorded is not None,
                         "model": recorded.model if recorded else None,
                         "dimension": recorded.dimension if recorded else None},
-            extraction=self.extraction_status(),
+            extraction=self._hooks.extraction_status(),
             memory={"facts": counts.facts, "edges": counts.edges},
         )
 

@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 from velesmem.config import EMBEDDERS, ENV_PREFIX, Settings
+from velesmem.config import port_number as _port
 from velesmem.errors import Internal, InvalidInput
 from velesmem.service.spec import DaemonSpec
-from velesmem.cli._serve import port_number as _port
 
 
 def _abspath(raw: str) -> str:

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
-from velesmem.memory.validate import dumps
 from velesmem.store.postgres.backend import PostgresStore
 from velesmem.store.predicates import All, Compare
+from velesmem.validate import dumps
 
 from .conftest import key, write
 

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
+import velesmem
 from tests.support.bounds import record, timed
 from velesmem.errors import StoreLocked
-from velesmem.memory import MemoryService
 from velesmem.store.sqlite.lock import LOCK_FIX
 
 HOLD = """
 import sys
-from velesmem.memory import MemoryService
-mem = MemoryService.open(sys.argv[1] if len(sys.argv) > 1 else {path!r})
+import velesmem
+mem = velesmem.open(sys.argv[1] if len(sys.argv) > 1 else {path!r}).memory
 print("ready", flush=True)
 sys.stdin.readline()
 mem.close()
@@ -26,10 +26,10 @@ mem.close()
 TRY = """
 import time
 from velesmem.errors import StoreLocked
-from velesmem.memory import MemoryService
+import velesmem
 start = time.monotonic()
 try:
-    MemoryService.open({path!r})
+    velesmem.open({path!r}).memory
 except StoreLocked as exc:
     print(f"{{time.monotonic() - start:.3f}}")
     print(exc.message)
@@ -38,7 +38,7 @@ except StoreLocked as exc:
 
 @pytest.mark.integration
 def test_second_process_is_refused_in_under_a_second(tmp_path: Path, child_env) -> None:
-    with MemoryService.open(tmp_path) as mem:
+    with velesmem.open(tmp_path).memory as mem:
         mem.remember("held")
         out = subprocess.run([sys.executable, "-c", TRY.format(path=str(tmp_path))],
                              env=child_env, capture_output=True, text=True, timeout=60)
@@ -54,24 +54,24 @@ def test_lock_names_the_holder_process_and_frees_on_exit(tmp_path: Path, spawn) 
         assert holder.stdout.readline().strip() == "ready"
         with timed("lock: a second open in the same process is refused", 1.0), \
                 pytest.raises(StoreLocked) as err:
-            MemoryService.open(tmp_path)
+            velesmem.open(tmp_path).memory
         assert f"pid {holder.pid}" in err.value.message
         assert "connect to it, or point VELESDB_MEMORY_PATH elsewhere" in err.value.message
     finally:
         holder.communicate("\n", timeout=60)
-    with MemoryService.open(tmp_path) as mem:  # released with the holder
+    with velesmem.open(tmp_path).memory as mem:  # released with the holder
         assert mem.memory_status().memory["facts"] == 0
 
 
 def test_second_open_in_the_same_process_is_refused_too(tmp_path: Path) -> None:
-    with MemoryService.open(tmp_path), pytest.raises(StoreLocked):
-        MemoryService.open(tmp_path)
-    MemoryService.open(tmp_path).close()  # released by close
+    with velesmem.open(tmp_path).memory, pytest.raises(StoreLocked):
+        velesmem.open(tmp_path).memory
+    velesmem.open(tmp_path).memory.close()  # released by close
 
 
 def test_close_releases_file_descriptors(tmp_path: Path) -> None:
     before = set(os.listdir("/proc/self/fd"))
-    mem = MemoryService.open(tmp_path)
+    mem = velesmem.open(tmp_path).memory
     mem.remember("x")
     mem.recall("x")
     mem.close()

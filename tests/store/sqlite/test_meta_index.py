@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
+import velesmem
 from velesmem.ids import fact_id, to_i64
-from velesmem.memory import MemoryService
-from velesmem.memory.validate import dumps
 from velesmem.store.sqlite.backend import DB_FILE
+from velesmem.validate import dumps
 
 
 def _typed(value: object) -> tuple[str, object]:
@@ -47,7 +49,7 @@ def side_rows(conn: sqlite3.Connection) -> set[tuple]:
 
 def test_side_table_agrees_with_facts_after_reopen_forget_and_purge(store_dir, clock,
                                                                     settings) -> None:
-    with MemoryService.open(store_dir, clock=clock, settings=settings) as mem:
+    with velesmem.open(store_dir, clock=clock, settings=settings).memory as mem:
         a = mem.remember("alpha note", metadata={"p": "x", "n": 3, "f": 1.5, "ok": True,
                                                  "z": None, "tags": ["a", 1], "o": {"k": 2}})
         b = mem.remember("beta note", metadata={"p": "y", "n": -7, "ok": False})
@@ -61,7 +63,7 @@ def test_side_table_agrees_with_facts_after_reopen_forget_and_purge(store_dir, c
         mem.forget(b.id)
         assert not {r for r in side_rows(conn) if r[3] == to_i64(b.id)}
         assert side_rows(conn) == expected_rows(conn)
-    with MemoryService.open(store_dir, clock=clock, settings=settings) as mem:
+    with velesmem.open(store_dir, clock=clock, settings=settings).memory as mem:
         conn = mem.store.reader()
         assert side_rows(conn) == expected_rows(conn)
         assert [m.id for m in mem.list_memories(filter={"p": "x"}).memories] == [short.id]
@@ -72,13 +74,13 @@ def test_side_table_agrees_with_facts_after_reopen_forget_and_purge(store_dir, c
                             (to_i64(short.id),)).fetchone()[0] == 0
         assert side_rows(conn) == expected_rows(conn)
         assert len(side_rows(conn)) == 4  # alpha's p, n and _veles_date; 77's kind_of
-    with MemoryService.open(store_dir, clock=clock, settings=settings) as mem:
+    with velesmem.open(store_dir, clock=clock, settings=settings).memory as mem:
         conn = mem.store.reader()
         assert side_rows(conn) == expected_rows(conn)
 
 
 def test_migration_fills_the_side_table_for_existing_facts(store_dir, clock, settings) -> None:
-    with MemoryService.open(store_dir, clock=clock, settings=settings) as mem:
+    with velesmem.open(store_dir, clock=clock, settings=settings).memory as mem:
         for i in range(20):
             mem.remember(f"fact number {i}", metadata={"i": i, "even": i % 2 == 0})
     conn = sqlite3.connect(str(store_dir / DB_FILE))  # back to schema version 2
@@ -86,7 +88,7 @@ def test_migration_fills_the_side_table_for_existing_facts(store_dir, clock, set
     conn.execute("DELETE FROM schema_migrations WHERE version = 3")
     conn.commit()
     conn.close()
-    with MemoryService.open(store_dir, clock=clock, settings=settings) as mem:
+    with velesmem.open(store_dir, clock=clock, settings=settings).memory as mem:
         conn = mem.store.reader()
         assert conn.execute("SELECT count(*) FROM schema_migrations WHERE version = 3"
                             ).fetchone()[0] == 1
@@ -155,7 +157,7 @@ pred_st = st.one_of(
 def test_filters_through_the_side_table_match_the_oracle(tmp_path_factory, clock, settings,
                                                          metas, flt, pred) -> None:
     path = tmp_path_factory.mktemp("metaoracle")
-    with MemoryService.open(path, clock=clock, settings=settings) as mem:
+    with velesmem.open(path, clock=clock, settings=settings).memory as mem:
         ids = {}
         for n, meta in enumerate(metas):
             ids[mem.remember(f"record {n}", metadata=meta).id] = meta

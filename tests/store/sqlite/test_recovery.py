@@ -11,17 +11,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import velesmem
 from velesmem.config import Settings
 from velesmem.errors import EmbedderMismatch, Internal
 from velesmem.ids import to_i64
-from velesmem.memory import MemoryService
 from velesmem.store.sqlite import schema
 from velesmem.store.sqlite.vector_index import INDEX_FILE, SIDECAR_FILE
 
 WRITER = """
 import sys, threading
-from velesmem.memory import MemoryService
-mem = MemoryService.open(sys.argv[1])
+import velesmem
+mem = velesmem.open(sys.argv[1]).memory
 out = threading.Lock()
 
 def ack(line):
@@ -49,7 +49,7 @@ for th in threads:
 
 @pytest.mark.integration
 def test_sigkill_mid_load_loses_no_acknowledged_write(tmp_path: Path, spawn) -> None:
-    with MemoryService.open(tmp_path) as mem:  # a saved index the child's writes go past
+    with velesmem.open(tmp_path).memory as mem:  # a saved index the child's writes go past
         base = mem.remember("written before the child, index saved at close").id
     child = spawn(WRITER, str(tmp_path))
     acked: list[str] = []
@@ -66,7 +66,7 @@ def test_sigkill_mid_load_loses_no_acknowledged_write(tmp_path: Path, spawn) -> 
     assert len(acked) >= 400, err
     facts = [int(line.split()[1]) for line in acked if line.startswith("F ")]
     edges = [tuple(int(x) for x in line.split()[1:]) for line in acked if line.startswith("E ")]
-    with MemoryService.open(tmp_path) as mem:
+    with velesmem.open(tmp_path).memory as mem:
         conn = mem.store.reader()
         stored = {r[0] for r in conn.execute("SELECT id FROM facts")}
         assert {to_i64(f) for f in facts} <= stored
@@ -81,7 +81,7 @@ def test_sigkill_mid_load_loses_no_acknowledged_write(tmp_path: Path, spawn) -> 
 
 
 def _fill(path: Path, n: int = 50) -> list[int]:
-    with MemoryService.open(path) as mem:
+    with velesmem.open(path).memory as mem:
         return [mem.remember(f"fact {i} on topic {i % 7}").id for i in range(n)]
 
 
@@ -97,7 +97,7 @@ def test_missing_or_corrupt_index_is_rebuilt(tmp_path: Path, damage: str) -> Non
         index.write_bytes(index.read_bytes()[: index.stat().st_size // 2])
     else:
         (tmp_path / SIDECAR_FILE).write_text("{not json", encoding="utf-8")
-    with MemoryService.open(tmp_path) as mem:
+    with velesmem.open(tmp_path).memory as mem:
         assert mem.store.index.live_count == len(ids)
         assert mem.recall("fact 3 on topic 3", k=1).memories[0].id == ids[3]
 
@@ -110,7 +110,7 @@ def test_a_format_1_index_file_is_rebuilt_from_the_stored_vectors(tmp_path: Path
     import faiss
 
     ids = _fill(tmp_path)
-    with MemoryService.open(tmp_path) as mem:
+    with velesmem.open(tmp_path).memory as mem:
         want = [(m.id, m.score) for m in mem.recall("fact 3 on topic 3", k=10).memories]
     conn = sqlite3.connect(tmp_path / "memory.sqlite3")
     rows = conn.execute("SELECT id, vector FROM space_vectors WHERE space = 1").fetchall()
@@ -123,7 +123,7 @@ def test_a_format_1_index_file_is_rebuilt_from_the_stored_vectors(tmp_path: Path
     side |= {"format": 1, "ntotal": len(rows),
              "sha256": hashlib.sha256((tmp_path / INDEX_FILE).read_bytes()).hexdigest()}
     (tmp_path / SIDECAR_FILE).write_text(json.dumps(side), encoding="utf-8")
-    with MemoryService.open(tmp_path) as mem:
+    with velesmem.open(tmp_path).memory as mem:
         inner = faiss.downcast_index(mem.store.index._index.index)
         assert isinstance(inner, faiss.IndexHNSWSQ)  # rebuilt, not read
         assert mem.store.index.live_count == len(ids)
@@ -133,10 +133,10 @@ def test_a_format_1_index_file_is_rebuilt_from_the_stored_vectors(tmp_path: Path
 
 def test_forgotten_facts_are_tombstoned_after_reopen(tmp_path: Path) -> None:
     ids = _fill(tmp_path)
-    with MemoryService.open(tmp_path) as mem:
+    with velesmem.open(tmp_path).memory as mem:
         mem.forget(ids[3])
     # the saved index still holds the vector; the reopen diff must hide it
-    with MemoryService.open(tmp_path) as mem:
+    with velesmem.open(tmp_path).memory as mem:
         assert ids[3] not in {m.id for m in mem.recall("fact 3 on topic 3", k=50).memories}
         assert mem.store.index.live_count == len(ids) - 1
 
@@ -155,16 +155,16 @@ class OtherEmbedder:
 def test_provenance_mismatch_is_refused_and_releases_the_lock(tmp_path: Path) -> None:
     _fill(tmp_path, 3)
     with pytest.raises(EmbedderMismatch) as err:
-        MemoryService.open(tmp_path, embedder=OtherEmbedder())
+        velesmem.open(tmp_path, embedder=OtherEmbedder()).memory
     msg = err.value.message
     assert "other-model" in msg and "velesmem-hash-words-v1" in msg and "export" in msg
     settings = Settings.from_env({}).with_overrides(embedder="hash")
-    with MemoryService.open(tmp_path, settings=settings) as mem:  # lock was released
+    with velesmem.open(tmp_path, settings=settings).memory as mem:  # lock was released
         assert mem.memory_status().memory["facts"] == 3
 
 
 def test_an_empty_store_records_provenance_with_its_first_fact(tmp_path: Path) -> None:
-    with MemoryService.open(tmp_path, embedder=OtherEmbedder()) as mem:
+    with velesmem.open(tmp_path, embedder=OtherEmbedder()).memory as mem:
         assert mem.memory_status().provenance["recorded"] is False
         mem.remember("first")
         assert mem.memory_status().provenance == {"recorded": True, "model": "other-model",
@@ -207,7 +207,7 @@ def test_migration_2_moves_vectors_out_of_facts(tmp_path: Path) -> None:
     conn.execute("INSERT INTO facts_fts (rowid, content) VALUES (?, 'old fact')",
                  (to_i64(fact_id_of("old fact")),))
     conn.close()
-    with MemoryService.open(tmp_path) as mem:  # migrates to the latest version on open
+    with velesmem.open(tmp_path).memory as mem:  # migrates to the latest version on open
         cols = [r[1] for r in mem.store.reader().execute("PRAGMA table_info(facts)")]
         assert "vector" not in cols
         assert mem.store.reader().execute("SELECT count(*) FROM space_vectors").fetchone()[0] == 1
@@ -225,13 +225,13 @@ def test_an_empty_store_logs_no_index_rebuild(tmp_path: Path,
     import logging
 
     with caplog.at_level(logging.INFO, logger="velesmem"):
-        with MemoryService.open(tmp_path / "empty"):
+        with velesmem.open(tmp_path / "empty").memory:
             pass
-        with MemoryService.open(tmp_path / "one") as mem:
+        with velesmem.open(tmp_path / "one").memory as mem:
             mem.remember("one fact")
         for path in (tmp_path / "one").glob("vectors*"):
             path.unlink()
-        with MemoryService.open(tmp_path / "one"):
+        with velesmem.open(tmp_path / "one").memory:
             pass
     rebuilt = [r.getMessage() for r in caplog.records if "rebuilt from" in r.getMessage()]
     assert rebuilt == ["FAISS index of space 1 rebuilt from 1 vectors"], rebuilt

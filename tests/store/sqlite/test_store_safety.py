@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import velesmem
 from velesmem.errors import Internal, StoreLocked
 from velesmem.ids import to_i64
 from velesmem.memory import MemoryService
@@ -25,7 +26,8 @@ from velesmem.store.sqlite.lock import LOCK_FILE
 FORGET_AND_DIE = """
 import os, signal, sys
 from velesmem.memory import MemoryService
-mem = MemoryService.open(sys.argv[1])
+import velesmem
+mem = velesmem.open(sys.argv[1]).memory
 action, arg = sys.argv[2], sys.argv[3]
 if action == "forget":
     assert mem.forget(int(arg)).found
@@ -52,13 +54,13 @@ def test_an_acknowledged_fact_survives_two_crashes_after_a_forget(tmp_path: Path
     """Remember A and B; clean stop (index saved); forget B, kill -9; remember C (which once
     reused B's sequence number), kill -9; start: C is searchable, B is gone, and a clean
     restart keeps it that way."""
-    with MemoryService.open(tmp_path) as mem:
+    with velesmem.open(tmp_path).memory as mem:
         a = mem.remember("alpha is the first fact").id
         b = mem.remember("beta is the second fact").id
     _kill_run(spawn, tmp_path, "forget", str(b))
     c = int(_kill_run(spawn, tmp_path, "remember", "gamma arrived after two crashes"))
     for _ in range(2):  # the crash recovery, then a clean restart from the saved index
-        with MemoryService.open(tmp_path) as mem:
+        with velesmem.open(tmp_path).memory as mem:
             assert _index_ids(mem) == {to_i64(a), to_i64(c)}
             top = mem.recall("gamma arrived after two crashes", k=1).memories
             assert [m.id for m in top] == [c]
@@ -67,12 +69,12 @@ def test_an_acknowledged_fact_survives_two_crashes_after_a_forget(tmp_path: Path
 
 
 def test_sequence_numbers_are_never_reused_after_a_forget(tmp_path: Path) -> None:
-    with MemoryService.open(tmp_path) as mem:
+    with velesmem.open(tmp_path).memory as mem:
         mem.remember("one")
         two = mem.remember("two").id
         high = mem.store.seq
         mem.forget(two)
-    with MemoryService.open(tmp_path) as mem:
+    with velesmem.open(tmp_path).memory as mem:
         assert mem.store.seq >= high + 1  # the forget took a number too
         before = mem.store.seq
         mem.remember("three")
@@ -82,28 +84,28 @@ def test_sequence_numbers_are_never_reused_after_a_forget(tmp_path: Path) -> Non
 def test_a_saved_index_that_does_not_match_the_store_is_reconciled(tmp_path: Path) -> None:
     """An index file copied from another state of the store (same watermark, other ids) is
     caught by the live-count check and reconciled."""
-    with MemoryService.open(tmp_path) as mem:
+    with velesmem.open(tmp_path).memory as mem:
         keep = [mem.remember(f"fact number {i} kept").id for i in range(5)]
     saved = {p.name: p.read_bytes() for p in tmp_path.glob("vectors.*")}
-    with MemoryService.open(tmp_path) as mem:
+    with velesmem.open(tmp_path).memory as mem:
         extra = mem.remember("a sixth fact the old index lacks").id
     for name, data in saved.items():  # put the older index back
         (tmp_path / name).write_bytes(data)
-    with MemoryService.open(tmp_path) as mem:
+    with velesmem.open(tmp_path).memory as mem:
         assert _index_ids(mem) == {to_i64(i) for i in keep + [extra]}
 
 
 @pytest.mark.integration
 def test_deleting_the_lock_file_does_not_let_a_second_daemon_in(tmp_path: Path,
                                                                  spawn) -> None:
-    holder = spawn("import sys\nfrom velesmem.memory import MemoryService\n"
-                   "m = MemoryService.open(sys.argv[1])\nprint('ready', flush=True)\n"
+    holder = spawn("import sys\nimport velesmem\n"
+                   "m = velesmem.open(sys.argv[1]).memory\nprint('ready', flush=True)\n"
                    "sys.stdin.readline()\nm.close()\n", str(tmp_path), stdin=subprocess.PIPE)
     try:
         assert holder.stdout.readline().strip() == "ready"
         (tmp_path / LOCK_FILE).unlink()
         with pytest.raises(StoreLocked, match="locked by another process"):
-            MemoryService.open(tmp_path)
+            velesmem.open(tmp_path).memory
     finally:
         holder.communicate("\n", timeout=30)
 
@@ -111,13 +113,13 @@ def test_deleting_the_lock_file_does_not_let_a_second_daemon_in(tmp_path: Path,
 @pytest.mark.integration
 def test_a_dead_holders_pid_is_reported_stale_and_taken_over(tmp_path: Path, spawn,
                                                              caplog) -> None:
-    child = spawn("import os, signal, sys\nfrom velesmem.memory import MemoryService\n"
-                  "m = MemoryService.open(sys.argv[1])\nprint(os.getpid(), flush=True)\n"
+    child = spawn("import os, signal, sys\nimport velesmem\n"
+                  "m = velesmem.open(sys.argv[1]).memory\nprint(os.getpid(), flush=True)\n"
                   "os.kill(os.getpid(), signal.SIGKILL)\n", str(tmp_path))
     out, _ = child.communicate(timeout=60)
     dead = int(out.strip())
     assert (tmp_path / LOCK_FILE).read_text().strip() == str(dead)
-    with caplog.at_level("INFO", logger="velesmem"), MemoryService.open(tmp_path) as mem:
+    with caplog.at_level("INFO", logger="velesmem"), velesmem.open(tmp_path).memory as mem:
         assert mem.store._lock.stale_pid == dead
         assert (tmp_path / LOCK_FILE).read_text().strip() == str(os.getpid())
     assert any(f"pid {dead}) is gone" in r.getMessage() for r in caplog.records)
@@ -131,7 +133,7 @@ def test_the_store_is_readable_by_its_owner_only(tmp_path: Path) -> None:
     store = tmp_path / "store"
     old = os.umask(0o022)  # a permissive umask, as under a plain shell
     try:
-        with MemoryService.open(store) as mem:
+        with velesmem.open(store).memory as mem:
             mem.remember("a private memory")
     finally:
         os.umask(old)
@@ -142,12 +144,12 @@ def test_the_store_is_readable_by_its_owner_only(tmp_path: Path) -> None:
 
 
 def test_an_existing_world_readable_store_is_tightened_at_open(tmp_path: Path) -> None:
-    with MemoryService.open(tmp_path) as mem:
+    with velesmem.open(tmp_path).memory as mem:
         mem.remember("written before the fix")
     os.chmod(tmp_path, 0o755)
     for p in tmp_path.iterdir():
         os.chmod(p, 0o644)
-    with MemoryService.open(tmp_path):
+    with velesmem.open(tmp_path).memory:
         assert _mode(tmp_path) == 0o700
         assert all(_mode(p) == 0o600 for p in tmp_path.iterdir() if p.is_file())
 
@@ -179,7 +181,7 @@ def test_concurrent_recalls_survive_the_term_cache_being_trimmed(mem: MemoryServ
 @pytest.mark.integration
 def test_a_damaged_database_is_refused_with_advice_not_a_traceback(tmp_path: Path,
                                                                     child_env) -> None:
-    with MemoryService.open(tmp_path) as mem:
+    with velesmem.open(tmp_path).memory as mem:
         for i in range(200):
             mem.remember(f"fact number {i} padding the pages of the database file")
     db = tmp_path / DB_FILE
@@ -199,16 +201,16 @@ def test_a_damaged_database_is_refused_with_advice_not_a_traceback(tmp_path: Pat
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root ignores file permissions")
 def test_a_read_only_store_is_refused_with_advice(tmp_path: Path) -> None:
-    with MemoryService.open(tmp_path) as mem:
+    with velesmem.open(tmp_path).memory as mem:
         mem.remember("written while writable")
     os.chmod(tmp_path / DB_FILE, 0o400)
     with pytest.raises(Internal, match="read-only"):
-        MemoryService.open(tmp_path)
+        velesmem.open(tmp_path).memory
 
 
 def test_a_read_only_database_error_is_worded(tmp_path: Path) -> None:
     """The wording for SQLite's real read-only error (root, as in CI, ignores file modes)."""
-    with MemoryService.open(tmp_path) as mem:
+    with velesmem.open(tmp_path).memory as mem:
         mem.remember("written while writable")
     conn = sqlite3.connect(f"file:{tmp_path / DB_FILE}?mode=ro", uri=True)
     with pytest.raises(sqlite3.OperationalError) as caught:

@@ -7,11 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import numpy as np
+import pytest
 
+import velesmem
 from velesmem.ids import to_i64
-from velesmem.memory import MemoryService
 from velesmem.store.sqlite.backend import DB_FILE
 from velesmem.store.sqlite.vector_index import VectorIndex
 
@@ -24,7 +24,7 @@ def _verify(store: Path, env: dict[str, str], *extra: str) -> subprocess.Complet
 
 
 def _filled(store: Path) -> list[int]:
-    with MemoryService.open(store) as mem:
+    with velesmem.open(store).memory as mem:
         ids = [mem.remember(f"fact number {i} about the release train").id for i in range(30)]
         for a, b in zip(ids, ids[1:]):
             mem.relate(a, b, "precedes")
@@ -77,7 +77,7 @@ def test_verify_reports_a_removed_index_entry_a_dangling_edge_and_a_missing_vect
     again = _verify(tmp_path, child_env)
     left = [line for line in again.stdout.splitlines() if line.startswith("[")]
     assert len(left) == 1 and left[0].startswith("[PROBLEM] edges: 1 edges point at"), left
-    with MemoryService.open(tmp_path) as mem:
+    with velesmem.open(tmp_path).memory as mem:
         top = mem.recall("fact number 7 about the release train", k=1).memories
         assert [m.id for m in top] == [lost_vector]
         assert mem.recall("fact number 11 about the release train", k=1).memories[0].id == \
@@ -85,7 +85,7 @@ def test_verify_reports_a_removed_index_entry_a_dangling_edge_and_a_missing_vect
 
 
 def test_verify_reads_a_store_a_service_holds(tmp_path: Path, child_env) -> None:
-    with MemoryService.open(tmp_path) as mem:
+    with velesmem.open(tmp_path).memory as mem:
         mem.remember("held while verified")
         done = _verify(tmp_path, child_env)
         assert done.returncode == 0, done.stdout + done.stderr

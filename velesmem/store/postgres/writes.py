@@ -29,7 +29,6 @@ from velesmem.store import rules
 from velesmem.store.postgres import spaces, text
 from velesmem.store.postgres.connection import Keys
 from velesmem.store.postgres.meta_index import index_fact
-from velesmem.memory.validate import dumps
 from velesmem.store.types import (
     ENTITY_HUB_KIND,
     HUB_NAME_KEY,
@@ -38,6 +37,7 @@ from velesmem.store.types import (
     GraphWrite,
     HubWrite,
 )
+from velesmem.validate import dumps
 
 if TYPE_CHECKING:
     from velesmem.store.postgres.backend import PostgresStore

@@ -128,6 +128,7 @@ class SqliteStore:
         self.db_path = directory / DB_FILE
         self.serving = serving
         self.readonly = readonly
+        self._snapshot_uri = f"file:{self.db_path}?mode=ro"  # open_snapshot() may say immutable
         self.index: VectorIndex | None = None
         self._lock = lock
         self._write_conn = conn
@@ -191,15 +192,18 @@ class SqliteStore:
             raise
 
     @classmethod
-    def open_snapshot(cls, directory: Path) -> SqliteStore:
+    def open_snapshot(cls, directory: Path, *, untouched: bool = False) -> SqliteStore:
         """A read-only view of a store another process may be serving: no lock, no writes;
-        each read sees a consistent snapshot (WAL)."""
+        each read sees a consistent snapshot (WAL). ``untouched``: no process serves the store
+        and its WAL is empty, so it is read as an immutable file, which creates no ``-wal`` or
+        ``-shm`` beside it (a read-only WAL reader would)."""
         directory = Path(directory).expanduser()
         path = directory / DB_FILE
         if not path.is_file():
             raise Internal(f"no store at {directory} (no {DB_FILE} there)")
+        uri = f"file:{path}?mode=ro" + ("&immutable=1" if untouched else "")
         try:
-            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None,
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None,
                                    check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
             conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             version = current_version_readonly(conn)
@@ -211,7 +215,9 @@ class SqliteStore:
                            f"{SCHEMA_VERSION}: open it once with the daemon (which migrates it)")
         sid = spaces.serving_space_id(conn)
         serving = None if sid is None else spaces.read_space(conn, sid)
-        return cls(directory, None, conn, serving, readonly=True)
+        store = cls(directory, None, conn, serving, readonly=True)
+        store._snapshot_uri = uri
+        return store
 
     # --- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -271,9 +277,8 @@ class SqliteStore:
 
     def _vector_connection(self) -> sqlite3.Connection:
         if self.readonly:  # a snapshot of a store another process serves
-            conn = sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True,
-                                   isolation_level=None, check_same_thread=False,
-                                   timeout=BUSY_TIMEOUT_MS / 1000)
+            conn = sqlite3.connect(self._snapshot_uri, uri=True, isolation_level=None,
+                                   check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
             conn.execute(f"PRAGMA cache_size=-{limits.SQLITE_VECTOR_READER_CACHE_KIB}")
             return conn
         return connect(self.db_path, readonly=True,

@@ -96,6 +96,12 @@ class StoreLock:
                 self._fd = None
 
 
+def held(directory: Path) -> bool:
+    """Whether a process holds the store's lock, looked at without taking it and without
+    writing anything (a read-only command uses this to decide whom to ask)."""
+    return _held(Path(directory))
+
+
 if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
     import msvcrt
 
@@ -112,6 +118,20 @@ if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
         os.lseek(fd, _REGION, os.SEEK_SET)
         msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
 
+    def _held(directory: Path) -> bool:
+        try:
+            fd = os.open(directory / LOCK_FILE, os.O_RDONLY)
+        except OSError:
+            return False
+        try:
+            _lock(fd)
+        except OSError:
+            os.close(fd)
+            return True
+        _unlock(fd)
+        os.close(fd)
+        return False
+
 else:
     import fcntl
 
@@ -123,3 +143,16 @@ else:
 
     def _unlock(fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def _held(directory: Path) -> bool:
+        try:
+            fd = os.open(directory, os.O_RDONLY)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # refused while a holder has LOCK_EX
+        except OSError:
+            return True
+        finally:
+            os.close(fd)  # drops our shared lock, if we got it
+        return False

@@ -34,7 +34,7 @@ def test_an_explicit_embedder_that_does_not_match_is_refused_with_the_migrate_co
     with velesmem.open(tmp_path, embedder=OtherHash()).memory as m:
         m.remember("filled by another identity")
     with pytest.raises(EmbedderMismatch) as caught:
-        velesmem.open(tmp_path, settings=Settings(path=tmp_path, embedder="hash")).memory
+        velesmem.open(tmp_path, settings=Settings(path=tmp_path, embedder="hash"))
     message = caught.value.message
     assert "velesdb-memory migrate --to hash" in message
     assert "unset VELESDB_MEMORY_EMBEDDER" in message

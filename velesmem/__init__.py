@@ -52,7 +52,7 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-def open(path: str | Path | None = None, *, settings: Settings | None = None,  # noqa: A001
+def open(path: str | Path | None = None, *, settings: Settings | None = None,
          embedder: Embedder | str | None = None, clock: Callable[[], float] | None = None,
          **overrides: Any) -> Runtime:
     """Open (creating if needed) and lock the store at ``path`` (default: the settings' path),

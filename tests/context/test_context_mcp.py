@@ -205,5 +205,5 @@ def test_a_bad_ingest_root_refuses_to_start(tmp_path: Path) -> None:
     settings = Settings.from_env().with_overrides(path=tmp_path / "store",
                                                   ingest_roots=(str(tmp_path / "missing"),))
     with pytest.raises(Internal, match="does not exist"):
-        velesmem.open(settings.path, settings=settings).memory
+        velesmem.open(settings.path, settings=settings)
     assert not (tmp_path / "store").exists()  # refused before the store was touched

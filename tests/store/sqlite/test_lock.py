@@ -29,7 +29,7 @@ from velesmem.errors import StoreLocked
 import velesmem
 start = time.monotonic()
 try:
-    velesmem.open({path!r}).memory
+    velesmem.open({path!r})
 except StoreLocked as exc:
     print(f"{{time.monotonic() - start:.3f}}")
     print(exc.message)
@@ -54,7 +54,7 @@ def test_lock_names_the_holder_process_and_frees_on_exit(tmp_path: Path, spawn) 
         assert holder.stdout.readline().strip() == "ready"
         with timed("lock: a second open in the same process is refused", 1.0), \
                 pytest.raises(StoreLocked) as err:
-            velesmem.open(tmp_path).memory
+            velesmem.open(tmp_path)
         assert f"pid {holder.pid}" in err.value.message
         assert "connect to it, or point VELESDB_MEMORY_PATH elsewhere" in err.value.message
     finally:
@@ -65,7 +65,7 @@ def test_lock_names_the_holder_process_and_frees_on_exit(tmp_path: Path, spawn) 
 
 def test_second_open_in_the_same_process_is_refused_too(tmp_path: Path) -> None:
     with velesmem.open(tmp_path).memory, pytest.raises(StoreLocked):
-        velesmem.open(tmp_path).memory
+        velesmem.open(tmp_path)
     velesmem.open(tmp_path).memory.close()  # released by close
 
 

@@ -155,7 +155,7 @@ class OtherEmbedder:
 def test_provenance_mismatch_is_refused_and_releases_the_lock(tmp_path: Path) -> None:
     _fill(tmp_path, 3)
     with pytest.raises(EmbedderMismatch) as err:
-        velesmem.open(tmp_path, embedder=OtherEmbedder()).memory
+        velesmem.open(tmp_path, embedder=OtherEmbedder())
     msg = err.value.message
     assert "other-model" in msg and "velesmem-hash-words-v1" in msg and "export" in msg
     settings = Settings.from_env({}).with_overrides(embedder="hash")

@@ -105,7 +105,7 @@ def test_deleting_the_lock_file_does_not_let_a_second_daemon_in(tmp_path: Path,
         assert holder.stdout.readline().strip() == "ready"
         (tmp_path / LOCK_FILE).unlink()
         with pytest.raises(StoreLocked, match="locked by another process"):
-            velesmem.open(tmp_path).memory
+            velesmem.open(tmp_path)
     finally:
         holder.communicate("\n", timeout=30)
 
@@ -205,7 +205,7 @@ def test_a_read_only_store_is_refused_with_advice(tmp_path: Path) -> None:
         mem.remember("written while writable")
     os.chmod(tmp_path / DB_FILE, 0o400)
     with pytest.raises(Internal, match="read-only"):
-        velesmem.open(tmp_path).memory
+        velesmem.open(tmp_path)
 
 
 def test_a_read_only_database_error_is_worded(tmp_path: Path) -> None:

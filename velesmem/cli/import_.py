@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         runtime.wait_ready_sync()
         memory = runtime.memory
         try:
-            report = restore(memory.store, memory.embedder, checked, memory.now(),
+            report = restore(runtime.store, memory.embedder, checked, memory.now(),
                              Progress(sys.stderr))
         except VelesmemError as exc:
             if "nothing was imported" in exc.message:

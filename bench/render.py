@@ -77,12 +77,12 @@ def render_bounds(data: dict[str, Any]) -> list[str]:
     """bench/bounds.py: the durations the tests note (and no longer assert), against their bounds."""
     entries = data["entries"]
     met = sum(e["met"] for e in entries)
+    outcome = "passed" if data["pytest_exit"] == 0 else f"FAILED (pytest exit {data['pytest_exit']})"
     lines = ["The time bounds the test suite used to assert, measured by running the tests that "
              "note them (`tests.support.bounds.record`): the worst and best figure of each, "
              "beside its bound (and its floor, where the point is that a deadline was waited "
              f"for). {met} of {len(entries)} met; the tests themselves "
-             f"{'passed' if data['pytest_exit'] == 0 else 'FAILED (pytest exit %d)' % data['pytest_exit']}"
-             f" in {data['wall_s']:.0f} s.", ""]
+             f"{outcome} in {data['wall_s']:.0f} s.", ""]
     rows = [[e["name"], str(e["runs"]), f"{e['max_s']:.3f} s", f"{e['min_s']:.3f} s",
              f"{e['floor_s']:g} s" if e["floor_s"] else "", f"< {e['bound_s']:g} s",
              "met" if e["met"] else "**missed**"] for e in entries]
@@ -105,12 +105,13 @@ def render_remember_cpu(data: dict[str, Any]) -> list[str]:
             for name, f in ((name, servers[name]) for name in order)]
     lines += _table(["server", "CPU per call", "per round (ms)", "latency p50", "calls/s", "errors"], rows)
     target = data["target_x"]
+    lost = "yes" if data["lost"] == 0 else f"no, {data['lost']} lost"
     lines += ["", f"- Target daemon CPU per remember ≤ {target:g}× a bare server's per call: "
               f"{data['x_bare_fastmcp']:.2f}× the bare FastMCP server — "
               f"{'met' if data['x_bare_fastmcp'] <= target else 'missed'}; "
               f"{data['x_bare_sdk']:.2f}× the bare MCP SDK server — "
               f"{'met' if data['x_bare_sdk'] <= target else 'missed'}.",
-              f"- Every acknowledged remember in the store: {'yes' if data['lost'] == 0 else 'no, %d lost' % data['lost']}.",
+              f"- Every acknowledged remember in the store: {lost}.",
               "", f"Measured with `{_command(data)}` on {data['machine']}, {data['started']} (load "
               f"{data['load_before']} before, {data['load_after']} after), velesmem at "
               f"{data['checkout']['velesmem_commit'].split()[0]} (checkout {data['checkout']['commit']}).", ""]

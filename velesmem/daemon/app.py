@@ -2,9 +2,10 @@
 the guards (outermost first): Host/Origin, bearer-token auth, drain, session cap, body gate,
 duplicate request ids.
 
-FastMCP's app is mounted at ``/`` (mounting at ``/mcp`` would redirect to ``/mcp/``) and its
-lifespan is wrapped: the SDK session manager only exists inside it, and the session and body caps
-are attributes of that manager, set there.
+FastMCP's app is mounted at ``/`` (mounting at ``/mcp`` would redirect to ``/mcp/``), inside the
+``SessionLedger`` that tells the guards which sessions are live and ends them through the SDK's
+public request path (``ledger.py``). Its lifespan is wrapped: the SDK session manager only exists
+inside it, and the session and body caps are public attributes of that manager, set there.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastmcp import FastMCP
+from fastmcp.server.http import StreamableHTTPASGIApp
+from mcp.server.transport_security import RequestBodyLimitMiddleware
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -26,6 +29,7 @@ from velesmem.daemon.address import HEALTH_PATH, MCP_PATH, STORE_HEADER, DaemonA
 from velesmem.daemon.auth import AuthGuard, AuthPolicy, StoreTokenVerifier
 from velesmem.daemon.bodies import BodyBudget, BodyGate
 from velesmem.daemon.guards import DrainGate, DrainState, HostOriginGuard, allowed_authorities, allowed_origins
+from velesmem.daemon.ledger import SessionLedger
 from velesmem.daemon.request_ids import DuplicateIdGuard
 from velesmem.daemon.sessions import SessionActivity, SessionCap
 from velesmem.runtime import Runtime
@@ -41,30 +45,21 @@ HTTP_APP_OPTIONS: dict[str, Any] = {"json_response": True}
 class McpHandle:
     """Live handles on the MCP endpoint, for the guards and for shutdown."""
 
-    endpoint: Any  # fastmcp's StreamableHTTPASGIApp; its session_manager exists inside the lifespan
+    sessions: SessionLedger
     runtime: Runtime
     drain: DrainState = field(default_factory=DrainState)
     activity: SessionActivity = field(default_factory=SessionActivity)
 
     def live_sessions(self) -> Mapping[str, Any]:
-        """Session id → transport, live (the SDK manager's own table; empty outside the lifespan)."""
-        manager = self.endpoint.session_manager
-        return {} if manager is None else manager._server_instances
+        """Session id → what opened it, for the sessions live on the endpoint."""
+        return self.sessions.live_sessions()
 
     def session_count(self) -> int:
         return len(self.live_sessions())
 
     async def evict(self, session_id: str) -> None:
         """End one session now: its id answers 404 at once and its slot is free."""
-        manager = self.endpoint.session_manager
-        transport = None if manager is None else manager._server_instances.get(session_id)
-        if transport is not None:
-            await manager._discard_session(session_id, transport)
-
-    def answer_pending(self, session_id: str, key: str) -> bool:
-        """True while the session's transport still has an answer stream open for request ``key``."""
-        transport = self.live_sessions().get(session_id)
-        return transport is not None and key in transport._request_streams
+        await self.sessions.end(session_id)
 
     async def end_idle_sessions(self) -> int:
         """End every session with no call in flight now (their GET streams end with them), so a
@@ -75,15 +70,8 @@ class McpHandle:
         return len(idle)
 
     async def terminate_sessions(self) -> None:
-        """End every session's transport (closes idle GET streams so shutdown need not wait)."""
-        manager = self.endpoint.session_manager
-        if manager is None:
-            return
-        for transport in list(manager._server_instances.values()):
-            try:
-                await transport.terminate()
-            except Exception:  # noqa: BLE001 — best effort while shutting down
-                pass
+        """End every session (closes idle GET streams so shutdown need not wait)."""
+        await self.sessions.end_all()
 
 
 def _health_endpoint(runtime: Runtime, port: int) -> Callable[[Request], Awaitable[JSONResponse]]:
@@ -100,9 +88,10 @@ def _health_endpoint(runtime: Runtime, port: int) -> Callable[[Request], Awaitab
     return health
 
 
-def _find_endpoint(mcp_app: Starlette) -> Any:
+def _find_endpoint(mcp_app: Starlette) -> StreamableHTTPASGIApp:
+    """The SDK's endpoint for ``/mcp`` in FastMCP's app (its ``session_manager`` lives in the lifespan)."""
     for route in mcp_app.routes:
-        if isinstance(route, Route) and route.path == MCP_PATH:
+        if isinstance(route, Route) and isinstance(route.endpoint, StreamableHTTPASGIApp) and route.path == MCP_PATH:
             return route.endpoint
     raise RuntimeError(f"FastMCP app has no {MCP_PATH} route")
 
@@ -116,20 +105,22 @@ def build_app(
     starts the Runtime. ``auth`` is the policy ``velesmem.daemon.auth.auth_policy`` settled."""
     settings = runtime.settings
     mcp_app = server.http_app(path=MCP_PATH, session_idle_timeout=idle_timeout_s, **HTTP_APP_OPTIONS)
-    handle = McpHandle(endpoint=_find_endpoint(mcp_app), runtime=runtime)
+    endpoint = _find_endpoint(mcp_app)
+    handle = McpHandle(sessions=SessionLedger(mcp_app), runtime=runtime)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         runtime.start()  # warms in the background: the handshake and /health never wait for it
         async with mcp_app.lifespan(app):
-            manager = handle.endpoint.session_manager
+            manager = endpoint.session_manager
             # SessionCap keeps the count at the cap by closing sessions; the SDK's own cap
             # stays as a backstop.
             manager.max_sessions = settings.http_max_sessions
             manager.max_request_body_size = settings.http_max_body_bytes
             # BodyGate enforces the body cap while streaming and hands over one copy; the SDK's
             # limit middleware would buffer two more, so the manager serves requests directly.
-            manager.asgi_app = getattr(manager.asgi_app, "app", manager.asgi_app)
+            if isinstance(manager.asgi_app, RequestBodyLimitMiddleware):
+                manager.asgi_app = manager.asgi_app.app
             yield
 
     authorities = allowed_authorities(address.port, address.served_names())
@@ -143,10 +134,10 @@ def build_app(
                    activity=handle.activity, admit_wait_s=session_admit_s),
         Middleware(BodyGate, max_bytes=settings.http_max_body_bytes,
                    budget=BodyBudget(settings.http_max_body_bytes_in_flight), queue_timeout_s=body_queue_s),
-        Middleware(DuplicateIdGuard, streams=handle),
+        Middleware(DuplicateIdGuard),
     ]
     routes = [
         Route(HEALTH_PATH, _health_endpoint(runtime, address.port), methods=["GET", "HEAD"]),
-        Mount("/", app=mcp_app),
+        Mount("/", app=handle.sessions),
     ]
     return Starlette(routes=routes, middleware=middleware, lifespan=lifespan), handle

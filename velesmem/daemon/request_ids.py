@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import pydantic_core
 from starlette.datastructures import Headers
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from velesmem.daemon.bodies import replay_chunks
 from velesmem.daemon.guards import MCP_SESSION_HEADER, jsonrpc_refusal
@@ -59,38 +58,21 @@ def _as_request(message: dict[str, Any]) -> tuple[bool, Any]:
     return True, rid
 
 
-class OpenStreams(Protocol):
-    """Which request ids a session's SDK transport still has an answer stream open for."""
-
-    def answer_pending(self, session_id: str, key: str) -> bool: ...
-
-
-@dataclass(eq=False)
-class _InFlight:
-    """One request holding an id: has its answer started (then the SDK has registered the id)?"""
-
-    started: bool = False
-
-
 class DuplicateIdGuard:
     """Tracks the request ids in flight per session and refuses a reused one (see module doc).
     Sits inside ``BodyGate``, so the body is already in memory: collecting it here costs nothing.
 
-    An id is taken from when its request reaches the SDK until the SDK has sent its answer (the
-    SDK drops its answer stream then, a little before the request's ASGI call returns), so a client
-    may reuse an id the moment it has read the answer."""
+    An id is taken from when its request reaches the SDK until the SDK's ASGI call for it returns.
+    With JSON answers (``app.HTTP_APP_OPTIONS``) the SDK drops the id's answer stream before it
+    sends the answer, and the call returns once the answer is handed to the connection, so a
+    client may reuse an id the moment it has read the answer."""
 
-    def __init__(self, app: ASGIApp, *, streams: OpenStreams) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
-        self.streams = streams
-        self.in_flight: dict[str, dict[str, list[_InFlight]]] = {}
+        self.in_flight: dict[str, dict[str, int]] = {}
 
     def _taken(self, session_id: str, key: str) -> bool:
-        holders = self.in_flight.get(session_id, {}).get(key, [])
-        # Not yet answering: the SDK may not even have registered the id. Answering: taken as long
-        # as the SDK still routes answers for it.
-        return any(not h.started for h in holders) or (
-            bool(holders) and self.streams.answer_pending(session_id, key))
+        return self.in_flight.get(session_id, {}).get(key, 0) > 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         session_id = Headers(scope=scope).get(MCP_SESSION_HEADER) if scope["type"] == "http" else None
@@ -115,21 +97,13 @@ class DuplicateIdGuard:
                 "every concurrent request its own id", code=INVALID_REQUEST, request_id=rid,
             )
             return
-        holder = _InFlight()
-        holders = self.in_flight.setdefault(session_id, {}).setdefault(key, [])
-        holders.append(holder)
-
-        async def noting_send(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                holder.started = True
-            await send(message)
-
+        session = self.in_flight.setdefault(session_id, {})
+        session[key] = session.get(key, 0) + 1
         try:
-            await self.app(scope, replay, noting_send)
+            await self.app(scope, replay, send)
         finally:
-            holders.remove(holder)
-            session = self.in_flight[session_id]
-            if not holders:
+            session[key] -= 1
+            if not session[key]:
                 del session[key]
             if not session:
                 del self.in_flight[session_id]

@@ -113,6 +113,8 @@ def build_app(
         runtime.start()  # warms in the background: the handshake and /health never wait for it
         async with mcp_app.lifespan(app):
             manager = endpoint.session_manager
+            if manager is None:
+                raise RuntimeError("FastMCP's lifespan started no MCP session manager")
             # SessionCap keeps the count at the cap by closing sessions; the SDK's own cap
             # stays as a backstop.
             manager.max_sessions = settings.http_max_sessions
@@ -120,7 +122,8 @@ def build_app(
             # BodyGate enforces the body cap while streaming and hands over one copy; the SDK's
             # limit middleware would buffer two more, so the manager serves requests directly.
             if isinstance(manager.asgi_app, RequestBodyLimitMiddleware):
-                manager.asgi_app = manager.asgi_app.app
+                # (a public attribute, typed by inference as the middleware it starts as)
+                manager.asgi_app = manager.asgi_app.app  # type: ignore[assignment]
             yield
 
     authorities = allowed_authorities(address.port, address.served_names())

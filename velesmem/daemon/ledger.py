@@ -86,7 +86,7 @@ class SessionLedger:
 
         try:
             await self.app(scope, receive, discard)
-        except Exception:  # noqa: BLE001 — the session is forgotten either way
+        except Exception:  # the session is forgotten either way
             log.debug("ending MCP session %s failed", session_id[:16], exc_info=True)
 
     async def end_all(self) -> None:

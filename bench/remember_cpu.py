@@ -1,7 +1,7 @@
 """Daemon CPU per ``remember`` over HTTPS against two bare MCP servers, side by side in one run.
 
 Three servers run at once, each its own process on the same transport (streamable HTTP on ``/mcp``
-over TLS, uvicorn): a fresh ``velesdb-memory --http`` (temp store and TLS dirs, the hash embedder
+over TLS, uvicorn on the daemon's event loop and HTTP parser): a fresh ``velesdb-memory --http`` (temp store and TLS dirs, the hash embedder
 unless ``--embedder``), the bare FastMCP server (``_bare_fastmcp.py``) and the bare MCP SDK server
 (``_bare_sdk.py``), both serving one trivial ``remember`` tool that stores nothing. Each round, in
 an order rotated from round to round so the machine's drift hits all three, one strict-TLS
@@ -59,14 +59,19 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=1, help="concurrent clients per server")
     parser.add_argument("--embedder", default="hash", help="the daemon's embedder (default hash)")
     args = parser.parse_args()
+    try:  # the daemon's uvicorn stack (event loop, HTTP parser): the bare servers run on it too
+        from velesmem.daemon.server import serving_stack
+        stack = serving_stack()
+    except ImportError:
+        stack = ("asyncio", "h11")
     load_before = load_average()
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     per: dict[str, list[dict[str, Any]]] = {name: [] for name in SERVERS}
     with tempfile.TemporaryDirectory(prefix="velesmem-remember-cpu-") as tmp:
         root = Path(tmp)
         servers = {"velesmem": start_daemon(root / "daemon", args.embedder),
-                   "bare FastMCP": start_bare(root / "fastmcp"),
-                   "bare MCP SDK": start_bare(root / "sdk", script="_bare_sdk.py")}
+                   "bare FastMCP": start_bare(root / "fastmcp", stack=stack),
+                   "bare MCP SDK": start_bare(root / "sdk", stack=stack, script="_bare_sdk.py")}
         try:
             for r in range(args.rounds):
                 order = SERVERS[r % 3:] + SERVERS[:r % 3]
@@ -96,6 +101,7 @@ def main() -> None:
     print(f"\nCPU per call of the server process, {args.clients} client(s), {args.ops} remembers each, "
           f"medians of {args.rounds} rotated rounds; started {started}")
     print(f"machine: {machine()}; load average before {load_before}, after {load_after}")
+    print(f"uvicorn stack of all three: {', '.join(stack)} (the daemon's)")
     print(f"checkout: {measured['commit']} ({measured['subject']}); velesmem/ last changed by "
           f"{measured['velesmem_commit']}; uncommitted changes there: {measured['velesmem_modified']}")
     print(f"command: {command()}\n")
@@ -106,7 +112,7 @@ def main() -> None:
           f"{ratios['x_bare_sdk']}x (target <= {TARGET_X}x); lost acknowledged remembers: {lost}")
     path = write_results("remember_cpu", {
         "ops_per_client": args.ops, "rounds": args.rounds, "clients": args.clients,
-        "embedder": args.embedder, "started": started, "load_before": load_before,
+        "embedder": args.embedder, "stack": list(stack), "started": started, "load_before": load_before,
         "load_after": load_after, "checkout": measured, "servers": figures, "lost": lost,
         "target_x": TARGET_X, **ratios})
     print(f"wrote {path}")

@@ -95,8 +95,9 @@ def render_bounds(data: dict[str, Any]) -> list[str]:
 def render_remember_cpu(data: dict[str, Any]) -> list[str]:
     """bench/remember_cpu.py: the daemon's CPU per remember beside two bare servers, one run."""
     servers = data["servers"]
+    stack = f"uvicorn on {', '.join(data['stack'])}" if "stack" in data else "uvicorn"
     lines = ["CPU time of each server process per `remember` over HTTPS (streamable HTTP, TLS, "
-             f"uvicorn), {data['clients']} client(s) × {data['ops_per_client']} calls per round, "
+             f"{stack}), {data['clients']} client(s) × {data['ops_per_client']} calls per round, "
              f"medians of {data['rounds']} rounds rotated among the three servers, all running "
              "at once. The bare servers serve one trivial tool and store nothing.", ""]
     order = sorted(servers, key=lambda name: (name != "velesmem", name))  # the daemon first

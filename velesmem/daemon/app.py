@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from fastmcp import FastMCP
-from fastmcp.server.http import StreamableHTTPASGIApp
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import RequestBodyLimitMiddleware
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -88,12 +88,19 @@ def _health_endpoint(runtime: Runtime, port: int) -> Callable[[Request], Awaitab
     return health
 
 
-def _find_endpoint(mcp_app: Starlette) -> StreamableHTTPASGIApp:
-    """The SDK's endpoint for ``/mcp`` in FastMCP's app (its ``session_manager`` lives in the lifespan)."""
+class McpEndpoint(Protocol):
+    """The ``/mcp`` endpoint of the MCP app: its SDK session manager exists inside the lifespan."""
+
+    session_manager: StreamableHTTPSessionManager | None
+
+
+def _find_endpoint(mcp_app: Starlette) -> McpEndpoint:
+    """The endpoint routed at ``/mcp`` in the MCP app."""
     for route in mcp_app.routes:
-        if isinstance(route, Route) and isinstance(route.endpoint, StreamableHTTPASGIApp) and route.path == MCP_PATH:
-            return route.endpoint
-    raise RuntimeError(f"FastMCP app has no {MCP_PATH} route")
+        if isinstance(route, Route) and route.path == MCP_PATH and hasattr(route.endpoint, "session_manager"):
+            endpoint: McpEndpoint = route.endpoint
+            return endpoint
+    raise RuntimeError(f"the MCP app has no {MCP_PATH} route")
 
 
 def build_app(
@@ -111,10 +118,10 @@ def build_app(
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         runtime.start()  # warms in the background: the handshake and /health never wait for it
-        async with mcp_app.lifespan(app):
+        async with mcp_app.router.lifespan_context(app):
             manager = endpoint.session_manager
             if manager is None:
-                raise RuntimeError("FastMCP's lifespan started no MCP session manager")
+                raise RuntimeError("the MCP app's lifespan started no session manager")
             # SessionCap keeps the count at the cap by closing sessions; the SDK's own cap
             # stays as a backstop.
             manager.max_sessions = settings.http_max_sessions

@@ -1,6 +1,6 @@
 """Shared test configuration: keep every test away from the user's real store, CA, client configs
-and installer record, and provision the pinned Node tools the tests drive (``npm ci`` in
-tests/node when they are missing), so the README's test command needs nothing installed by hand.
+and installer record, and provision the pinned Node tools the tests drive (``npm install --no-save``
+in tests/node when they are missing), so the README's test command needs nothing installed by hand.
 
 Backends: by default (``--backend both``) every test runs on SQLite and the store-touching suites
 of BOTH_BACKENDS_DIRS run on PostgreSQL too; ``--backend postgres`` (or
@@ -331,7 +331,12 @@ def _node_modules_current() -> bool:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """``npm ci`` in tests/node once, when its pinned packages are missing (a fresh clone)."""
+    """Install tests/node's locked packages once, when they are missing (a fresh clone).
+
+    ``npm install --no-save`` rather than ``npm ci``: the agent CLIs declare optional native
+    packages for other platforms that the lock cannot list, and ``npm ci`` refuses such a lock as
+    "not in sync"; ``install`` takes exactly the locked versions and leaves the lock untouched.
+    """
     if not (NODE_DIR / "package-lock.json").is_file() or _node_modules_current():
         return
     npm = shutil.which("npm")
@@ -339,10 +344,13 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         print("tests/node: npm is not installed, so mcp-remote is not either; the tests that run it "
               "will say so (.ci/run installs Node)", file=sys.stderr)
         return
-    print("tests/node: installing the pinned Node packages (npm ci)…", file=sys.stderr, flush=True)
-    done = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=NODE_DIR,
+    print("tests/node: installing the pinned Node packages (npm install --no-save)…",
+          file=sys.stderr, flush=True)
+    done = subprocess.run([npm, "install", "--no-save", "--no-audit", "--no-fund", "--loglevel=error"],
+                          cwd=NODE_DIR,
                           capture_output=True, text=True, timeout=NPM_CI_TIMEOUT_S, check=False,
                           stdin=subprocess.DEVNULL)
     if done.returncode != 0:
-        print(f"tests/node: npm ci failed ({done.returncode}): {(done.stderr or done.stdout)[-1500:]}",
+        tail = (done.stderr or done.stdout)[-1500:]
+        print(f"tests/node: npm install failed ({done.returncode}): {tail}",
               file=sys.stderr)

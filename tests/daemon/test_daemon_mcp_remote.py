@@ -26,7 +26,7 @@ REPLY_DEADLINE_S = 30.0
 def _bridge_installed() -> None:
     """The bridge is part of the product's path: a missing one fails the test, never skips it."""
     assert shutil.which("node") is not None, "Node.js is needed to run mcp-remote"
-    assert MCP_REMOTE.exists(), "mcp-remote is not installed: run `npm ci` in tests/node (.ci/run does)"
+    assert MCP_REMOTE.exists(), "mcp-remote is not installed: run `npm install --no-save` in tests/node (.ci/run does)"
 
 
 class Bridge:

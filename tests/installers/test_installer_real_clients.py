@@ -42,7 +42,7 @@ def _require_clis() -> None:
         if shutil.which(tool) is None:
             pytest.skip(f"{tool} is not installed, so the pinned agent CLIs cannot be (.ci/run installs Node)")
     absent = [c for c in CLIS if not (BIN / c).exists()]
-    assert not absent, f"tests/node has no {', '.join(absent)}: npm ci there failed (see the session's start)"
+    assert not absent, f"tests/node has no {', '.join(absent)}: npm install there failed (see the session's start)"
 
 
 @dataclass

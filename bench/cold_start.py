@@ -1,17 +1,19 @@
-"""Cold start: from spawning ``velesdb-memory --http`` to its first answered tool call over HTTPS.
+"""Cold start: from exec of the daemon to its first tool-call reply, and to the model being ready.
 
-The client (fastmcp, strict TLS against the daemon's CA) is imported and ready before the clock
-starts; the daemon gets a fresh store and TLS dir each run (so the CA and leaf are generated too:
-a first start), or ``--warm-tls`` reuses one TLS dir across runs (a restart). Each run times:
-``/health`` answering 200, the first ``memory_status`` (needs no vectors; with the CPU the daemon
-spent until it answered, a figure the other programs on a shared machine barely move), and the first
-``recall`` (waits for the Runtime to be ready). Prints the median and the spread over
-``--runs``, and the daemon's own import time of its heaviest modules (``-X importtime``) from one
-extra run. Writes bench/results/cold_start.json. The checkout is byte-compiled first, as pip
-does at install (with ``PYTHONDONTWRITEBYTECODE`` set a checkout never gets its ``.pyc`` files,
-and every start would compile velesmem from source: ~0.2 s here).
+Four cases, ``--runs`` daemons each per first tool: the daemon served over HTTPS (``velesdb-memory
+--http``, a strict-TLS client against its CA) or over stdio (``velesdb-memory`` owning the store, as
+an agent starts it when no daemon runs), on a fresh HOME (new HOME, store and TLS dir each run: the
+CA and leaf are generated too, and no user cache exists) or a warm HOME (one HOME reused: store,
+TLS dir and user cache from the runs before). Each run times, from exec: the first reply to its
+first tool call (``remember`` or ``recall``; writes never wait for the model, and a ``recall``
+before it is ready answers from text search with a warning), the daemon's CPU until then, and the
+model being ready (the first ``recall`` answered without a warning). The local model's int8 graph
+is prepared first, as the installers do (``velesdb-memory prepare-model``); ``-X importtime`` of
+one extra HTTPS run lists the heaviest imports until the first reply. The client is imported before
+any clock starts; the checkout is byte-compiled first, as pip does at install. Writes
+bench/results/cold_start.json (rendered by bench/render.py).
 
-Run: python3 bench/cold_start.py [--runs 5] [--embedder hash] [--warm-tls]
+Run: python3 bench/cold_start.py [--runs 5] [--embedder local]
 """
 
 from __future__ import annotations
@@ -21,159 +23,225 @@ import asyncio
 import compileall
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 from _common import machine, median, print_table, write_results
 from _daemon import CHECKOUT, Served, daemon_env, free_port, load_average, process_cpu_s
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 from velesmem.daemon.tls import client_ssl_context
 
-DEADLINE_S = 60.0
+DEADLINE_S = 120.0
 POLL_S = 0.005
+READY_POLL_S = 0.05
+TOOLS = {"remember": {"fact": "cold start: the first fact of this run"},
+         "recall": {"query": "first fact", "k": 5}}
+CASES = [("http", "fresh"), ("http", "warm"), ("stdio", "fresh"), ("stdio", "warm")]
+
+Call = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
 
-async def first_call(base: str, ca: Path, tool: str, args: dict[str, Any], t0: float) -> float:
-    """Seconds from ``t0`` until ``tool`` answered (retrying until the daemon listens)."""
-    while True:
+def _payload(result: Any) -> dict[str, Any]:
+    data = getattr(result, "structured_content", None) or getattr(result, "structuredContent", None)
+    return data or {}
+
+
+def _is_error(result: Any) -> bool:
+    return bool(getattr(result, "is_error", False) or getattr(result, "isError", False))
+
+
+async def _first_and_ready(call: Call, tool: str, t0: float, pid: Callable[[], int]) -> dict[str, float]:
+    """The first reply to ``tool`` (seconds from t0, and the daemon's CPU then), then polls
+    ``recall`` until it answers without a warning: the model (and index) ready."""
+    result = await call(tool, TOOLS[tool])
+    first = time.perf_counter() - t0
+    cpu = process_cpu_s(pid())
+    if _is_error(result):
+        raise SystemExit(f"{tool} failed: {result}")
+    while "warnings" in _payload(result) or tool != "recall":
+        tool = "recall"
         if time.perf_counter() - t0 > DEADLINE_S:
-            raise SystemExit(f"no answer to {tool} within {DEADLINE_S} s")
-        if not ca.exists():
-            await asyncio.sleep(POLL_S)
-            continue
-        try:
-            async with Client(StreamableHttpTransport(f"{base}/mcp", verify=client_ssl_context(ca))) as client:
-                result = await client.call_tool(tool, args, raise_on_error=False)
-        except Exception:  # noqa: BLE001 — not listening yet
-            await asyncio.sleep(POLL_S)
-            continue
-        if result.is_error:
-            raise SystemExit(f"{tool} failed: {result.content}")
-        return time.perf_counter() - t0
+            raise SystemExit(f"the model was not ready within {DEADLINE_S} s")
+        await asyncio.sleep(READY_POLL_S)
+        result = await call("recall", TOOLS["recall"])
+    return {"first_s": first, "cpu_s": cpu, "ready_s": time.perf_counter() - t0}
 
 
-def wait_health(base: str, ca: Path, t0: float) -> float:
-    while True:
-        if time.perf_counter() - t0 > DEADLINE_S:
-            raise SystemExit("no /health answer")
-        try:
-            if ca.exists() and httpx.get(f"{base}/health", verify=client_ssl_context(ca), timeout=2).status_code == 200:
-                return time.perf_counter() - t0
-        except httpx.HTTPError:
-            pass
-        time.sleep(POLL_S)
-
-
-def one_run(root: Path, embedder: str, tool: str, args: dict[str, Any], extra: list[str]) -> tuple[float, subprocess.Popen[bytes], str, Path]:
+async def run_http(root: Path, embedder: str, tool: str) -> dict[str, float]:
     port = free_port()
-    env = daemon_env(root, port, embedder)
     base = f"https://127.0.0.1:{port}"
     ca = root / "tls" / "ca-cert.pem"
-    log = (root / "daemon.log").open("wb")
-    t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, *extra, "-m", "velesmem", "--http"], cwd=CHECKOUT,
-                            env=env, stdout=log,
-                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    elapsed = asyncio.run(first_call(base, ca, tool, args, t0))
-    return elapsed, proc, base, ca
-
-
-def measure(root: Path, embedder: str) -> dict[str, float]:
-    """One cold start: the first memory_status (and the daemon's CPU until then), then (same
-    daemon) the first recall."""
-    took, proc, base, ca = one_run(root, embedder, "memory_status", {}, [])
-    cpu = process_cpu_s(proc.pid)
-    served = Served(proc, f"{base}/mcp", base, ca, root / "daemon.log")
-    try:
+    with (root / "daemon.log").open("ab") as log:
         t0 = time.perf_counter()
-        recall = asyncio.run(first_call(base, ca, "recall", {"query": "first recall", "k": 5}, t0))
+        proc = subprocess.Popen([sys.executable, "-m", "velesmem", "--http"], cwd=CHECKOUT,
+                                env=daemon_env(root, port, embedder), stdout=log,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        while True:  # until it listens
+            if time.perf_counter() - t0 > DEADLINE_S or proc.poll() is not None:
+                raise SystemExit(f"no daemon answer: {(root / 'daemon.log').read_text(errors='replace')}")
+            if not ca.exists():
+                await asyncio.sleep(POLL_S)
+                continue
+            client = Client(StreamableHttpTransport(f"{base}/mcp", verify=client_ssl_context(ca)))
+            try:
+                await client.__aenter__()
+            except Exception:  # noqa: BLE001 — not listening yet
+                await asyncio.sleep(POLL_S)
+                continue
+            try:
+                async def call(name: str, args: dict[str, Any]) -> Any:
+                    return await client.call_tool(name, args, raise_on_error=False)
+                return await _first_and_ready(call, tool, t0, lambda: proc.pid)
+            finally:
+                await client.__aexit__(None, None, None)
     finally:
-        served.stop()
-    return {"first_tool_s": took, "first_tool_cpu_s": cpu, "then_recall_s": recall}
+        Served(proc, "", base, ca, root / "daemon.log").stop()
 
 
-def measure_health(root: Path, embedder: str) -> float:
+async def run_stdio(root: Path, embedder: str, tool: str) -> dict[str, float]:
+    env = daemon_env(root, free_port(), embedder)
+    env.pop("VELESDB_MEMORY_HTTP_BIND", None)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "velesmem"], env=env,
+                                   cwd=str(CHECKOUT))
+    with (root / "daemon.log").open("a") as log:
+        t0 = time.perf_counter()
+        async with stdio_client(params, errlog=log) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                pid = _stdio_pid(root)
+                return await _first_and_ready(session.call_tool, tool, t0, pid)
+
+
+def _stdio_pid(root: Path) -> Callable[[], int]:
+    """The stdio daemon's pid: the one process whose HOME is ``root`` (the SDK does not expose it)."""
+    def find() -> int:
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                environ = (entry / "environ").read_bytes()
+            except OSError:
+                continue
+            if f"HOME={root}".encode() in environ.split(b"\0"):
+                return int(entry.name)
+        return -1
+    return find
+
+
+def one(case: tuple[str, str], tmp: Path, embedder: str, tool: str, index: int) -> dict[str, float]:
+    mode, home = case
+    root = tmp / f"{mode}-{home}" if home == "warm" else tmp / f"{mode}-fresh-{tool}-{index}"
+    root.mkdir(parents=True, exist_ok=True)
+    runner = run_http if mode == "http" else run_stdio
+    return asyncio.run(runner(root, embedder, tool))
+
+
+def heaviest_imports(root: Path, embedder: str, top: int = 15) -> list[tuple[str, float]]:
+    """The daemon's slowest top-level imports until its first reply (-X importtime, HTTPS)."""
+    root.mkdir(parents=True, exist_ok=True)
     port = free_port()
     base = f"https://127.0.0.1:{port}"
     ca = root / "tls" / "ca-cert.pem"
-    t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "velesmem", "--http"], cwd=CHECKOUT,
-                            env=daemon_env(root, port, embedder),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    with (root / "daemon.log").open("wb") as log:
+        proc = subprocess.Popen([sys.executable, "-X", "importtime", "-m", "velesmem", "--http"],
+                                cwd=CHECKOUT, env=daemon_env(root, port, embedder), stdout=log,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+    async def first() -> None:
+        while True:
+            try:
+                if ca.exists():
+                    async with Client(StreamableHttpTransport(f"{base}/mcp", verify=client_ssl_context(ca))) as client:
+                        await client.call_tool("memory_status", {})
+                        return
+            except Exception:  # noqa: BLE001 — not listening yet
+                pass
+            await asyncio.sleep(POLL_S)
+
     try:
-        return wait_health(base, ca, t0)
+        asyncio.run(asyncio.wait_for(first(), DEADLINE_S))
     finally:
-        Served(proc, "", base, ca, root).stop()
-
-
-def heaviest_imports(root: Path, embedder: str, top: int = 12) -> list[tuple[str, float]]:
-    """The daemon's slowest top-level imports until its first answered call (-X importtime)."""
-    root.mkdir(parents=True, exist_ok=True)
-    took, proc, base, ca = one_run(root, embedder, "memory_status", {}, ["-X", "importtime"])
-    Served(proc, "", base, ca, root).stop()
-    text = (root / "daemon.log").read_text(errors="replace")
+        Served(proc, "", base, ca, root / "daemon.log").stop()
     rows = []
-    for line in text.splitlines():
+    for line in (root / "daemon.log").read_text(errors="replace").splitlines():
         m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)", line)
-        if m and len(m.group(3)) <= 2:  # a module imported by our own code or the top level
+        if m and len(m.group(3)) <= 2:  # imported by our own code or the top level
             rows.append((m.group(4), int(m.group(2)) / 1e6))
     return sorted(rows, key=lambda r: -r[1])[:top]
+
+
+def prepared_model(embedder: str) -> str:
+    """Run ``prepare-model`` as the installers do (idempotent); the path it names."""
+    if embedder != "local":
+        return ""
+    out = subprocess.run([sys.executable, "-m", "velesmem", "prepare-model"], cwd=CHECKOUT,
+                         capture_output=True, text=True, check=True,
+                         env=daemon_env(Path(tempfile.gettempdir()), 0, embedder))
+    return out.stdout.strip()
+
+
+def spread(values: list[float]) -> dict[str, float]:
+    return {"median": round(median(values), 3), "min": round(min(values), 3), "max": round(max(values), 3)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--embedder", default="hash")
-    parser.add_argument("--warm-tls", action="store_true", help="reuse one TLS dir (a restart, not a first start)")
+    parser.add_argument("--embedder", default="local")
+    parser.add_argument("--cases", nargs="+", default=[" ".join(c) for c in CASES],
+                        choices=[" ".join(c) for c in CASES], help="default: all four")
+    parser.add_argument("--tools", nargs="+", default=list(TOOLS), choices=list(TOOLS))
     args = parser.parse_args()
+    cases_run = [c for c in CASES if " ".join(c) in args.cases]
     compileall.compile_dir(CHECKOUT / "velesmem", quiet=1)  # as an installed daemon has it
+    prepared = prepared_model(args.embedder)
     load_before = load_average()
-    results: list[dict[str, float]] = []
+    raw: dict[str, dict[str, list[dict[str, float]]]] = {}
     with tempfile.TemporaryDirectory(prefix="velesmem-cold-") as tmp:
-        shared_tls = Path(tmp) / "shared"
-        if args.warm_tls:
-            measure_health(shared_tls, args.embedder)  # creates the CA and a leaf once
-        for i in range(args.runs):
-            roots = [Path(tmp) / f"run{i}-health", Path(tmp) / f"run{i}-call"]
-            for root in roots:
-                root.mkdir()
-                if args.warm_tls:
-                    shutil.copytree(shared_tls / "tls", root / "tls")
-            health = measure_health(roots[0], args.embedder)
-            row = measure(roots[1], args.embedder) | {"health_s": health}
-            results.append(row)
-            print(row, file=sys.stderr, flush=True)
+        for case in cases_run:  # the warm HOMEs get their first (fresh) start outside the figures
+            if case[1] == "warm":
+                one(case, Path(tmp), args.embedder, "remember", 0)
+        for i in range(args.runs):  # interleaved, so a load spike hits every case alike
+            for case in cases_run:
+                for tool in args.tools:
+                    row = one(case, Path(tmp), args.embedder, tool, i)
+                    raw.setdefault(" ".join(case), {}).setdefault(tool, []).append(row)
+                    print(case, tool, {k: round(v, 3) for k, v in row.items()}, file=sys.stderr, flush=True)
         imports = heaviest_imports(Path(tmp) / "imports", args.embedder)
     load_after = load_average()
-    keys = ["health_s", "first_tool_s", "first_tool_cpu_s", "then_recall_s"]
-    summary = {k: {"median": round(median([r[k] for r in results]), 3),
-                   "min": round(min(r[k] for r in results), 3),
-                   "max": round(max(r[k] for r in results), 3)} for k in keys}
-    print(f"\nCold start of velesdb-memory --http ({args.runs} runs, embedder {args.embedder}, "
-          f"{'reused' if args.warm_tls else 'fresh'} TLS dir, fresh store)")
-    print(f"machine: {machine()}")
-    print(f"load average before: {load_before}; after: {load_after}")
-    print(f"command: python3 bench/cold_start.py --runs {args.runs} --embedder {args.embedder}"
-          f"{' --warm-tls' if args.warm_tls else ''}\n")
-    print_table(["from spawn to", "median s", "min s", "max s"],
-                [["/health 200", *summary["health_s"].values()],
-                 ["first tool call answered (memory_status)", *summary["first_tool_s"].values()],
-                 ["  the daemon's CPU until then (user + sys)", *summary["first_tool_cpu_s"].values()],
-                 ["then the first recall (after that call)", *summary["then_recall_s"].values()]])
-    print("\nheaviest imports of the daemon until its first answer (cumulative s, -X importtime, one run):")
+    cases = {name: {tool: {key: spread([r[key] for r in rows]) for key in rows[0]}
+                    for tool, rows in tools.items()} for name, tools in raw.items()}
+    worst_first = max(f["first_s"]["median"] for tools in cases.values() for f in tools.values())
+    worst_ready = max(f["ready_s"]["median"] for tools in cases.values() for f in tools.values())
+    print(f"\nCold start ({args.runs} runs per case and first tool, embedder {args.embedder}; "
+          f"model prepared at {prepared or '-'})")
+    print(f"machine: {machine()}; load average before: {load_before}; after: {load_after}\n")
+    rows = []
+    for name, tools in cases.items():
+        for tool, f in tools.items():
+            rows.append([name, tool, *(f"{f[k]['median']:.3f} ({f[k]['min']:.3f}-{f[k]['max']:.3f})"
+                                       for k in ("first_s", "cpu_s", "ready_s"))])
+    print_table(["daemon, HOME", "first call", "exec → first reply s", "daemon CPU until then s",
+                 "exec → model ready s"], rows)
+    print(f"\nworst median to the first reply: {worst_first:.3f} s (target <= 1.0 s); "
+          f"to the model ready: {worst_ready:.3f} s")
+    print("\nheaviest imports until the first reply (cumulative s, -X importtime, one HTTPS run):")
     for name, seconds in imports:
         print(f"  {seconds:6.3f}  {name}")
-    path = write_results("cold_start", {"runs": results, "summary": summary, "imports": imports,
-                                        "embedder": args.embedder, "warm_tls": args.warm_tls,
-                                        "load_before": load_before, "load_after": load_after})
+    path = write_results("cold_start", {
+        "runs": args.runs, "embedder": args.embedder, "prepared": prepared, "cases": cases,
+        "raw": raw, "imports": imports, "load_before": load_before, "load_after": load_after,
+        "summary": {"first_reply_s": worst_first, "model_ready_s": worst_ready}})
     print(f"\nwrote {path}")
 
 

@@ -51,12 +51,11 @@ Call = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
 
 def _payload(result: Any) -> dict[str, Any]:
-    data = getattr(result, "structured_content", None) or getattr(result, "structuredContent", None)
-    return data or {}
+    return result.structured_content or {}
 
 
 def _is_error(result: Any) -> bool:
-    return bool(getattr(result, "is_error", False) or getattr(result, "isError", False))
+    return bool(result.is_error)
 
 
 async def _first_and_ready(call: Call, tool: str, t0: float, pid: Callable[[], int]) -> dict[str, float]:
@@ -223,6 +222,7 @@ def main() -> None:
                     for tool, rows in tools.items()} for name, tools in raw.items()}
     worst_first = max(f["first_s"]["median"] for tools in cases.values() for f in tools.values())
     worst_ready = max(f["ready_s"]["median"] for tools in cases.values() for f in tools.values())
+    worst_cpu = max(f["cpu_s"]["median"] for tools in cases.values() for f in tools.values())
     print(f"\nCold start ({args.runs} runs per case and first tool, embedder {args.embedder}; "
           f"model prepared at {prepared or '-'})")
     print(f"machine: {machine()}; load average before: {load_before}; after: {load_after}\n")
@@ -241,7 +241,8 @@ def main() -> None:
     path = write_results("cold_start", {
         "runs": args.runs, "embedder": args.embedder, "prepared": prepared, "cases": cases,
         "raw": raw, "imports": imports, "load_before": load_before, "load_after": load_after,
-        "summary": {"first_reply_s": worst_first, "model_ready_s": worst_ready}})
+        "summary": {"first_reply_s": worst_first, "first_reply_cpu_s": worst_cpu,
+                    "model_ready_s": worst_ready}})
     print(f"\nwrote {path}")
 
 

@@ -119,6 +119,35 @@ def render_remember_cpu(data: dict[str, Any]) -> list[str]:
     return lines
 
 
+def render_cold_start(data: dict[str, Any]) -> list[str]:
+    """bench/cold_start.py: exec of the daemon to its first tool-call reply and to the model ready."""
+    lines = ["From exec of the daemon (HTTPS: `velesdb-memory --http`, a strict-TLS client; stdio: "
+             "`velesdb-memory` owning the store) to the first reply of its first tool call, the "
+             "daemon's CPU until then, and to the model being ready (the first `recall` answered "
+             "without a warning: writes never wait for the model, a `recall` before it answers from "
+             "text search). A fresh HOME is a new HOME, store and TLS dir each run (CA and leaf "
+             "generated, no user cache); a warm HOME is reused. The local model's int8 graph was "
+             f"prepared as the installers do (`velesdb-memory prepare-model`). Medians over "
+             f"{data['runs']} runs per row, interleaved (min–max in brackets); embedder "
+             f"`{data['embedder']}`.", ""]
+    rows = []
+    for case, tools in data["cases"].items():
+        for tool, f in tools.items():
+            rows.append([case, f"`{tool}`", *(f"{f[k]['median']:.3f} s ({f[k]['min']:.3f}–{f[k]['max']:.3f})"
+                                              for k in ("first_s", "cpu_s", "ready_s"))])
+    lines += _table(["daemon, HOME", "first call", "exec → first reply", "daemon CPU until then",
+                     "exec → model ready"], rows)
+    summary = data["summary"]
+    lines += ["", f"- Target exec → first tool-call reply ≤ 1.0 s: {summary['first_reply_s']:.3f} s in "
+              f"the slowest case — {'met' if summary['first_reply_s'] <= 1.0 else 'missed'}; the "
+              f"model is ready at {summary['model_ready_s']:.3f} s in the slowest case.",
+              "", "Heaviest imports until the first reply (cumulative, `-X importtime`, one HTTPS run): "
+              + ", ".join(f"`{name}` {seconds:.3f} s" for name, seconds in data["imports"][:8]) + ".",
+              "", f"Measured with `{_command(data)}` on {data['machine']} (load average "
+              f"{data['load_before']} before, {data['load_after']} after).", ""]
+    return lines
+
+
 def _command(data: dict[str, Any]) -> str:
     """The command a result names, its script path from the checkout's root, wherever it ran."""
     tokens = str(data.get("command", "?")).split()
@@ -172,6 +201,7 @@ RENDERERS: dict[str, tuple[str, Callable[[dict[str, Any]], list[str]]]] = {
     "shutdown": ("## Stopping with clients attached", render_shutdown),
     "bounds": ("## Time bounds of the test suite", render_bounds),
     "remember_cpu": ("## CPU per remember against bare MCP servers", render_remember_cpu),
+    "cold_start": ("## Cold start", render_cold_start),
 }
 
 

@@ -42,7 +42,9 @@ def serve_stdio(settings: Settings) -> int:
 
     try:
         configure_logging()
-        runtime = Runtime.open(settings)
+        # The lock first (a second owner fails fast); the Runtime starts warming once the MCP
+        # server is built: loading the model beside those imports would slow the first reply.
+        runtime = Runtime.open(settings, start=False)
     except StoreLocked:
         # the launcher found no daemon a moment ago; one may have taken the store since
         from velesmem.daemon.probe import find_daemon
@@ -67,6 +69,7 @@ def serve_stdio(settings: Settings) -> int:
         from velesmem.mcp.server import build_server
 
         server = build_server(AppContext(runtime))
+        runtime.start()
         server.run(transport="stdio", show_banner=False)
     finally:
         runtime.close()

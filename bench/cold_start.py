@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import compileall
+import functools
 import os
 import re
 import subprocess
@@ -75,36 +76,38 @@ async def _first_and_ready(call: Call, tool: str, t0: float, pid: Callable[[], i
     return {"first_s": first, "cpu_s": cpu, "ready_s": time.perf_counter() - t0}
 
 
-async def run_http(root: Path, embedder: str, tool: str) -> dict[str, float]:
-    port = free_port()
-    base = f"https://127.0.0.1:{port}"
-    ca = root / "tls" / "ca-cert.pem"
+def spawn_http(root: Path, port: int, embedder: str) -> tuple[subprocess.Popen[bytes], float]:
+    """``velesdb-memory --http`` on ``port``, its HOME, store and TLS dir under ``root``; the
+    process and the moment it was spawned."""
     with (root / "daemon.log").open("ab") as log:
         t0 = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-m", "velesmem", "--http"], cwd=CHECKOUT,
                                 env=daemon_env(root, port, embedder), stdout=log,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    try:
-        while True:  # until it listens
-            if time.perf_counter() - t0 > DEADLINE_S or proc.poll() is not None:
-                raise SystemExit(f"no daemon answer: {(root / 'daemon.log').read_text(errors='replace')}")
-            if not ca.exists():
-                await asyncio.sleep(POLL_S)
-                continue
-            client = Client(StreamableHttpTransport(f"{base}/mcp", verify=client_ssl_context(ca)))
-            try:
-                await client.__aenter__()
-            except Exception:  # noqa: BLE001 — not listening yet
-                await asyncio.sleep(POLL_S)
-                continue
-            try:
-                async def call(name: str, args: dict[str, Any]) -> Any:
-                    return await client.call_tool(name, args, raise_on_error=False)
-                return await _first_and_ready(call, tool, t0, lambda: proc.pid)
-            finally:
-                await client.__aexit__(None, None, None)
-    finally:
-        Served(proc, "", base, ca, root / "daemon.log").stop()
+    return proc, t0
+
+
+async def run_http(root: Path, proc: subprocess.Popen[bytes], t0: float, port: int,
+                   tool: str) -> dict[str, float]:
+    ca = root / "tls" / "ca-cert.pem"
+    while True:  # until it listens
+        if time.perf_counter() - t0 > DEADLINE_S or proc.poll() is not None:
+            raise SystemExit(f"no daemon answer: {(root / 'daemon.log').read_text(errors='replace')}")
+        if not ca.exists():
+            await asyncio.sleep(POLL_S)
+            continue
+        client = Client(StreamableHttpTransport(f"https://127.0.0.1:{port}/mcp",
+                                                verify=client_ssl_context(ca)))
+        try:
+            await client.__aenter__()
+        except Exception:  # noqa: BLE001 — not listening yet
+            await asyncio.sleep(POLL_S)
+            continue
+        try:
+            call = functools.partial(client.call_tool, raise_on_error=False)
+            return await _first_and_ready(call, tool, t0, lambda: proc.pid)
+        finally:
+            await client.__aexit__(None, None, None)
 
 
 async def run_stdio(root: Path, embedder: str, tool: str) -> dict[str, float]:
@@ -114,11 +117,10 @@ async def run_stdio(root: Path, embedder: str, tool: str) -> dict[str, float]:
                                    cwd=str(CHECKOUT))
     with (root / "daemon.log").open("a") as log:
         t0 = time.perf_counter()
-        async with stdio_client(params, errlog=log) as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                pid = _stdio_pid(root)
-                return await _first_and_ready(session.call_tool, tool, t0, pid)
+        async with stdio_client(params, errlog=log) as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            return await _first_and_ready(session.call_tool, tool, t0, _stdio_pid(root))
 
 
 def _stdio_pid(root: Path) -> Callable[[], int]:
@@ -141,8 +143,14 @@ def one(case: tuple[str, str], tmp: Path, embedder: str, tool: str, index: int) 
     mode, home = case
     root = tmp / f"{mode}-{home}" if home == "warm" else tmp / f"{mode}-fresh-{tool}-{index}"
     root.mkdir(parents=True, exist_ok=True)
-    runner = run_http if mode == "http" else run_stdio
-    return asyncio.run(runner(root, embedder, tool))
+    if mode == "stdio":
+        return asyncio.run(run_stdio(root, embedder, tool))
+    port = free_port()
+    proc, t0 = spawn_http(root, port, embedder)
+    try:
+        return asyncio.run(run_http(root, proc, t0, port, tool))
+    finally:
+        Served(proc, "", f"https://127.0.0.1:{port}", root / "tls" / "ca-cert.pem", root / "daemon.log").stop()
 
 
 def heaviest_imports(root: Path, embedder: str, top: int = 15) -> list[tuple[str, float]]:

@@ -120,8 +120,8 @@ def prepare(source: Path, source_sha256: str, directory: Path, *, fallback: bool
         return target
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        probe = tempfile.NamedTemporaryFile(dir=directory, prefix=".probe-")
-        probe.close()
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".probe-"):
+            pass  # writable: the derived file can be renamed into place here
     except OSError as exc:
         if not fallback:
             raise Internal(f"cannot write the local model's int8 graph into {directory}: {exc}") from exc

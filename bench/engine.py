@@ -97,12 +97,13 @@ def bench_size(n: int, queries_count: int, rng: random.Random, autograph: str) -
     row: dict = {"facts": n}
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(path=Path(tmp), recall_mode="vector", embedder="hash", autograph=autograph)
-        with velesmem.open(Path(tmp), settings=settings).memory as svc:
+        with velesmem.open(Path(tmp), settings=settings) as runtime:
+            svc = runtime.memory
             row["remember_1_caller_per_s"] = remember_all(svc, facts[:single_n], 1)
             row["remember_8_callers_per_s"] = remember_all(svc, facts[single_n:], 8)
             # autograph links acknowledged facts in the background: time recall once it caught up
             start = time.perf_counter()
-            if not svc.runtime.autograph.wait_idle(AUTOGRAPH_CATCH_UP_S):
+            if not runtime.autograph.wait_idle(AUTOGRAPH_CATCH_UP_S):
                 raise SystemExit(f"autograph still busy {AUTOGRAPH_CATCH_UP_S:.0f} s after the last remember")
             row["graph_catch_up_s"] = round(time.perf_counter() - start, 2)
             embedder = svc.embedder

@@ -76,7 +76,8 @@ def ticket(problem: str) -> str:
 def load_store(path: Path, settings: Settings, linking: str) -> tuple[MemoryService, list[str]]:
     """Store every chain, linked by ``relate`` (decision → PR → problem) or only by the
     identifiers their texts share; return the service and each chain's decision text."""
-    svc = velesmem.open(path, settings=settings).memory
+    runtime = velesmem.open(path, settings=settings)
+    svc = runtime.memory
     decisions = []
     for n, (tech, old, problem) in enumerate(CHAINS, start=1):
         pr = f"PR #{100 + n}"
@@ -93,7 +94,7 @@ def load_store(path: Path, settings: Settings, linking: str) -> tuple[MemoryServ
             svc.remember(decision)
         decisions.append(decision)
     if linking == "identifiers":
-        assert svc.runtime is not None and svc.runtime.autograph.wait_idle(120)
+        assert runtime.autograph.wait_idle(120)
     return svc, decisions
 
 

@@ -43,7 +43,9 @@ AUTOGRAPH_CATCH_UP_S = 600.0
 def prebuild(store: Path, size: int) -> None:
     """A store of ``size`` facts, written in-process from a few threads, index saved."""
     settings = Settings(path=store, embedder="hash")
-    with velesmem.open(store, settings=settings).memory as svc:
+    with velesmem.open(store, settings=settings) as runtime:
+        svc = runtime.memory
+
         def work(first: int) -> None:
             for i in range(first, size, PREBUILD_WRITERS):
                 svc.remember(_fact(random.Random(SEED + i), i))
@@ -53,7 +55,7 @@ def prebuild(store: Path, size: int) -> None:
             thread.start()
         for thread in threads:
             thread.join()
-        if not svc.runtime.autograph.wait_idle(AUTOGRAPH_CATCH_UP_S):
+        if not runtime.autograph.wait_idle(AUTOGRAPH_CATCH_UP_S):
             raise SystemExit(f"autograph still busy {AUTOGRAPH_CATCH_UP_S:.0f} s after prebuilding")
 
 

@@ -10,14 +10,12 @@ serving space's FAISS index and replay what changed since it was saved, or rebui
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -25,30 +23,26 @@ import numpy as np
 
 from velesmem import limits
 from velesmem.errors import EmbedderMismatch, Internal, InvalidInput
-from velesmem.ids import to_i64
-from velesmem.store.predicates import Predicate
-from velesmem.store import rules
 from velesmem.store.types import (
     JOURNAL_ENTRY_BYTES,
-    Counts,
-    Edge,
     FactWrite,
     GraphWrite,
     Identity,
-    Job,
-    JournalState,
     Problem,
     RestoreWrite,
     Space,
-    StoredFact,
     TokenRecord,
     WarmProgress,
 )
 from velesmem.store.sqlite import backlog, spaces, writes
 from velesmem.store.sqlite.exact import StoredVectors
+from velesmem.store.sqlite.jobs import JobPart
 from velesmem.store.sqlite.lock import StoreLock
-from velesmem.store.sqlite.predicates import compile_predicate
+from velesmem.store.sqlite.migration import MigrationPart
+from velesmem.store.sqlite.part import journal_bytes
+from velesmem.store.sqlite.reads import ReadPart
 from velesmem.store.sqlite.schema import SCHEMA_VERSION, current_version, migrate
+from velesmem.store.sqlite.search import SearchPart
 from velesmem.store.sqlite.text import TextIndex
 from velesmem.store.sqlite.vector_index import VectorIndex, index_files
 from velesmem.store.sqlite.writer import Outcome, Writer
@@ -57,9 +51,6 @@ DB_FILE = "memory.sqlite3"
 BUSY_TIMEOUT_MS = 10_000
 DIR_MODE = 0o700
 FILE_MODE = 0o600
-MAX_BOUND_IDS = 4_096  # ids bound as parameters (SQLite allows 32,766)
-LIVE = rules.live(rules.SQLITE)
-_I64_MIN = -(1 << 63)
 log = logging.getLogger(__name__)
 
 
@@ -116,8 +107,10 @@ def damaged(directory: Path, exc: sqlite3.Error) -> Internal:
         "directory aside and restore from an export (`velesdb-memory import memories.jsonl`)")
 
 
-class SqliteStore:
-    """An open store directory (see the module docstring). Implements ``Store``."""
+class SqliteStore(ReadPart, SearchPart, MigrationPart, JobPart):
+    """An open store directory (see the module docstring). Implements ``Store``: opening,
+    warming, closing, the serving space, writes and integrity here; reads, search, the
+    migration's second space and jobs in its parts (``velesmem.store.sqlite.part``)."""
 
     backend = "sqlite"
 
@@ -153,7 +146,7 @@ class SqliteStore:
         self._journal_epoch: str | None = None if row is None else row[0]
         row = conn.execute("SELECT value FROM meta WHERE key = 'journal_max_bytes'").fetchone()
         self._journal_max = int(row[0]) if row else 0
-        self._journal_bytes = _journal_bytes(conn) if self._journal_epoch else 0
+        self._journal_bytes = journal_bytes(conn) if self._journal_epoch else 0
         self.building_index: VectorIndex | None = None
         self._vector_sources: dict[int, StoredVectors] = {}
         self._token_table: Any = None  # SqliteTokens, opened at first use
@@ -380,7 +373,7 @@ class SqliteStore:
         if epoch is None:
             return
         if self._journal_bytes + JOURNAL_ENTRY_BYTES > self._journal_max:
-            self._journal_bytes = _journal_bytes(conn)  # what was replayed meanwhile
+            self._journal_bytes = journal_bytes(conn)  # what was replayed meanwhile
             if self._journal_bytes + JOURNAL_ENTRY_BYTES > self._journal_max:
                 raise InvalidInput(
                     f"the embedding migration's journal is full ({self._journal_bytes} of "
@@ -481,364 +474,6 @@ class SqliteStore:
             raise Internal("the store was opened without an embedder")
         return self._submit(writes.write_graph(self, graph, job, result), background=background)
 
-    # --- durable jobs ------------------------------------------------------------------------
-    def create_job(self, job: Job, *, max_pending: int) -> Future[tuple[Job, bool]]:
-        return self._submit(writes.create_job(job, max_pending))
-
-    def update_job(self, job_id: str, now: float, *, state: str | None = None,
-                   output: str | None = None, result: dict[str, Any] | None = None,
-                   error: str | None = None) -> Future[Job]:
-        return self._submit(writes.update_job(job_id, now, state=state, output=output,
-                                              result=result, error=error))
-
-    def get_job(self, job_id: str) -> Job | None:
-        return writes._get_job(self.reader(), job_id)
-
-    def pending_jobs(self, kind: str, limit: int) -> list[Job]:
-        rows = self.reader().execute(
-            f"SELECT {writes.JOB_COLUMNS} FROM jobs WHERE kind = ? AND {rules.pending()} "
-            f"ORDER BY {rules.RESUME_ORDER} LIMIT ?",
-            (kind, limit)).fetchall()
-        return [writes.job_from_row(r) for r in rows]
-
-    def claim_job(self, kind: str, now: float) -> Future[Job | None]:
-        return self._submit(writes.claim_job(kind, now))
-
-    # --- a second embedding space (online migration) -----------------------------------------
-    def create_space(self, identity: Identity, witness: tuple[float, ...],
-                     now: float) -> Future[Space]:
-        def job(conn: sqlite3.Connection) -> Outcome[Space]:
-            existing = conn.execute("SELECT id FROM spaces WHERE state = 'building'").fetchone()
-            if existing is not None:
-                raise InvalidInput(f"embedding space {existing[0]} is already being built (a "
-                                   "generated destination exists): recover or cancel that "
-                                   "migration first")
-            cur = conn.execute("INSERT INTO spaces (model, dimension, witness, state, created_at) "
-                               "VALUES (?, ?, ?, 'building', ?)",
-                               (identity.model, identity.dimension, json.dumps(witness), now))
-            space = Space(int(cur.lastrowid or 0), identity, witness)
-            for path in index_files(self.directory, space.id):
-                path.unlink(missing_ok=True)
-            index = VectorIndex(identity.dimension, source=self.vector_source(space))
-
-            def effect() -> None:
-                self.building_index = index
-
-            return Outcome(space, effect)
-
-        return self._submit(job)
-
-    def building_space(self) -> Space | None:
-        row = self.reader().execute("SELECT id FROM spaces WHERE state = 'building'").fetchone()
-        return None if row is None else spaces.read_space(self.reader(), int(row[0]))
-
-    def space_destination(self, space: int) -> str:
-        return str(index_files(self.directory, space)[0])
-
-    def load_building_index(self) -> None:
-        """The building space's index from its vectors (after a restart), if there is one."""
-        space = self.building_space()
-        if space is not None and self.building_index is None:
-            self.building_index = spaces.rebuild(self.reader(), space, WarmProgress(),
-                                                 source=self.vector_source(space))
-
-    def put_vectors(self, space: int, items: Sequence[tuple[int, np.ndarray]]) -> Future[int]:
-        def job(conn: sqlite3.Connection) -> Outcome[int]:
-            live = writes._live_user_keys(conn, [k for k, _ in items])
-            seq = self.next_seq()
-            rows = [(space, k, seq, v.astype(np.float32).tobytes()) for k, v in items
-                    if k in live]
-            conn.executemany("INSERT OR REPLACE INTO space_vectors (space, id, seq, vector) "
-                             "VALUES (?, ?, ?, ?)", rows)
-            index = self.building_index
-            keys = np.asarray([r[1] for r in rows], dtype=np.int64)
-            matrix = (np.stack([v for k, v in items if k in live]).astype(np.float32)
-                      if rows else None)
-
-            def effect() -> None:
-                if index is not None and matrix is not None:
-                    index.remove(keys.tolist())  # re-embedded: the new vector replaces it
-                    index.bulk_add(keys, matrix)
-                    index.add(keys, matrix, seq)
-
-            return Outcome(len(rows), effect)
-
-        return self._submit(job)
-
-    def delete_vectors(self, space: int, keys: Sequence[int]) -> Future[int]:
-        def job(conn: sqlite3.Connection) -> Outcome[int]:
-            gone = [k for k in keys if conn.execute(
-                "DELETE FROM space_vectors WHERE space = ? AND id = ?", (space, k)).rowcount]
-            index = self.building_index
-            wanted = list(keys)
-
-            def effect() -> None:  # a forget already deleted the row: the index still must go
-                if index is not None and wanted:
-                    index.remove(wanted)
-
-            return Outcome(len(gone), effect)
-
-        return self._submit(job)
-
-    def space_count(self, space: int) -> int:
-        return spaces.vector_count(self.reader(), space)
-
-    def facts_after(self, after: int | None, limit: int, now: float) -> list[tuple[int, str]]:
-        where, bound = ("id >= ?", _I64_MIN) if after is None else ("id > ?", after)
-        return [(int(k), c) for k, c in self.reader().execute(
-            f"SELECT id, content FROM facts WHERE kind IS NULL AND {LIVE} AND {where} "
-            "ORDER BY id LIMIT ?", (now, bound, limit))]
-
-    def start_journal(self, epoch: str, max_bytes: int) -> Future[None]:
-        def job(conn: sqlite3.Connection) -> Outcome[None]:
-            conn.execute("INSERT OR REPLACE INTO meta VALUES ('journal_epoch', ?)", (epoch,))
-            conn.execute("INSERT OR REPLACE INTO meta VALUES ('journal_max_bytes', ?)",
-                         (str(max_bytes),))
-            self._journal_epoch, self._journal_max = epoch, max_bytes
-            self._journal_bytes = _journal_bytes(conn)
-            return Outcome(None)
-
-        return self._submit(job)
-
-    def journal(self, limit: int) -> tuple[list[tuple[int, int]], JournalState]:
-        conn = self.reader()
-        rows = [(int(s), int(k)) for s, k in conn.execute(
-            "SELECT seq, key FROM migration_journal ORDER BY seq LIMIT ?", (limit,))]
-        entries, size, dirty = conn.execute(
-            "SELECT count(*), coalesce(sum(bytes), 0), count(DISTINCT key) FROM "
-            "migration_journal").fetchone()
-        return rows, JournalState(self._journal_epoch, int(entries), int(size), int(dirty))
-
-    def ack_journal(self, upto: int) -> Future[None]:
-        def job(conn: sqlite3.Connection) -> Outcome[None]:
-            conn.execute("DELETE FROM migration_journal WHERE seq <= ?", (upto,))
-            self._journal_bytes = _journal_bytes(conn)
-            return Outcome(None)
-
-        return self._submit(job)
-
-    def stop_journal(self) -> Future[None]:
-        def job(conn: sqlite3.Connection) -> Outcome[None]:
-            conn.execute("DELETE FROM meta WHERE key IN ('journal_epoch', 'journal_max_bytes')")
-            conn.execute("DELETE FROM migration_journal")
-            self._journal_epoch, self._journal_bytes = None, 0
-            return Outcome(None)
-
-        return self._submit(job)
-
-    def activate_space(self, space: int, witness: tuple[float, ...]) -> Future[None]:
-        def job(conn: sqlite3.Connection) -> Outcome[None]:
-            new = spaces.read_space(conn, space)
-            if new is None:
-                raise Internal(f"embedding space {space} does not exist")
-            # Checked here, in the writer, so that no write can land between check and flip.
-            pending = conn.execute("SELECT count(*) FROM migration_journal").fetchone()[0]
-            if pending:
-                raise Internal(f"{pending} writes are not yet in the new space: not activated")
-            facts = conn.execute("SELECT count(*) FROM facts WHERE kind IS NULL").fetchone()[0]
-            vectors = spaces.vector_count(conn, space)
-            if facts != vectors:
-                raise Internal(f"the new space holds {vectors} vectors for {facts} facts: "
-                               "not activated")
-            old = self.serving
-            conn.execute("UPDATE spaces SET state = 'retired' WHERE state = 'serving'")
-            conn.execute("UPDATE spaces SET state = 'serving', witness = ? WHERE id = ?",
-                         (json.dumps(witness), space))
-            conn.execute("INSERT OR REPLACE INTO meta VALUES ('serving_space', ?)", (str(space),))
-            conn.execute("INSERT OR REPLACE INTO meta VALUES ('provenance_model', ?)",
-                         (new.identity.model,))
-            conn.execute("INSERT OR REPLACE INTO meta VALUES ('provenance_dimension', ?)",
-                         (str(new.identity.dimension),))
-            if old is not None:
-                conn.execute("INSERT OR REPLACE INTO meta VALUES ('migrated_from', ?)",
-                             (old.identity.model,))
-            index = self.building_index
-            if index is None:
-                index = spaces.rebuild(conn, new, WarmProgress(), source=self.vector_source(new))
-            index.watermark = self.seq
-            retiring = self.index
-
-            def effect() -> None:
-                self.serving = Space(new.id, new.identity, witness)
-                self.index = index
-                self.building_index = None
-                index.start_indexer()
-                if retiring is not None:
-                    retiring.stop_indexer()
-                log.info("embedding space %d (%s) now serves; space %s retired", new.id,
-                         new.identity.model, None if old is None else old.id)
-
-            return Outcome(None, effect)
-
-        return self._submit(job)
-
-    def drop_space(self, space: int) -> Future[None]:
-        def job(conn: sqlite3.Connection) -> Outcome[None]:
-            if self.serving is not None and self.serving.id == space:
-                raise InvalidInput(f"embedding space {space} serves: it cannot be dropped")
-            conn.execute("DELETE FROM space_vectors WHERE space = ?", (space,))
-            conn.execute("DELETE FROM vector_deletes WHERE space = ?", (space,))
-            conn.execute("DELETE FROM spaces WHERE id = ?", (space,))
-            building = self.building_index
-
-            def effect() -> None:
-                for path in index_files(self.directory, space):
-                    path.unlink(missing_ok=True)
-                if building is not None and self.building_space() is None:
-                    self.building_index = None
-
-            return Outcome(None, effect)
-
-        return self._submit(job)
-
-    # --- reads -------------------------------------------------------------------------------
-    def facts(self, keys: Sequence[int], now: float, *,
-              user_only: bool = True) -> dict[int, StoredFact]:
-        if not keys:
-            return {}
-        kind = " AND kind IS NULL" if user_only else ""
-        sql = (f"SELECT {_FACT_COLUMNS} FROM facts WHERE id IN ({{}}) AND {LIVE}{kind}")
-        return {f.key: f for f in map(_fact, _in_query(self.reader(), sql, list(keys), (now,)))}
-
-    def confidences(self, keys: Sequence[int], now: float) -> dict[int, float]:
-        if not keys:
-            return {}
-        sql = f"SELECT id, confidence FROM facts WHERE id IN ({{}}) AND kind IS NULL AND {LIVE}"
-        return {int(i): float(c) for i, c in _in_query(self.reader(), sql, list(keys), (now,))}
-
-    def matching(self, predicate: Predicate) -> np.ndarray:
-        compiled = compile_predicate(predicate)
-        if compiled.ids is None:
-            raise InvalidInput("matching() needs a predicate; TRUE matches every fact")
-        keys = np.fromiter(chain.from_iterable(self.reader().execute(compiled.ids,
-                                                                     compiled.params)),
-                           dtype=np.int64)
-        if len(keys) > 1 and not np.all(keys[1:] >= keys[:-1]):  # one range comes sorted
-            keys.sort()
-        return keys
-
-    def text_search(self, query: str, allowed: np.ndarray | None) -> tuple[np.ndarray,
-                                                                           np.ndarray]:
-        return self.text.search(self.reader(), query, allowed)
-
-    @property
-    def parallel_search(self) -> bool:
-        index = self.index
-        return index is not None and index.live_count >= limits.PARALLEL_SEARCH_MIN_FACTS
-
-    def vector_search(self, query: np.ndarray, n: int,
-                      allowed: np.ndarray | None) -> list[tuple[int, float]]:
-        return self._index().search(query, n, allowed)
-
-    def vector_candidates(self, query: np.ndarray, n: int,
-                          allowed: np.ndarray | None) -> np.ndarray:
-        return self._index().candidates(query, n, allowed)
-
-    def scored(self, query: np.ndarray, keys: Sequence[int],
-               now: float) -> dict[int, tuple[float, float]]:
-        space = self.serving
-        if not keys or space is None:
-            return {}
-        # one statement: the fact's liveness and confidence, and its exact stored vector
-        sql = (f"SELECT f.id, f.confidence, v.vector FROM facts f LEFT JOIN space_vectors v "
-               f"ON v.space = {int(space.id)} AND v.id = f.id "
-               f"WHERE f.id IN ({{}}) AND f.kind IS NULL AND {LIVE}")
-        rows = _in_query(self.reader(), sql, list(keys), (now,))
-        with_vector = [r for r in rows if r[2] is not None]
-        products = np.zeros(0, np.float32)
-        if with_vector:
-            matrix = np.frombuffer(b"".join(r[2] for r in with_vector), dtype=np.float32)
-            # einsum: each row's product alone (a BLAS product's rounding depends on its batch)
-            products = np.einsum("ij,j->i", matrix.reshape(len(with_vector), -1),
-                                 np.asarray(query, np.float32))
-        cosine = dict(zip((r[0] for r in with_vector), products.tolist()))
-        return {int(i): (cosine.get(i, 0.0), float(c)) for i, c, _ in rows}
-
-    def _index(self) -> VectorIndex:
-        if self.index is None:
-            raise Internal("the vector index is not loaded yet (the store is still warming)")
-        return self.index
-
-    def out_edges(self, key: int, now: float, limit: int) -> list[tuple[int, str]]:
-        return [(int(d), r) for d, r in self.reader().execute(
-            "SELECT e.dst, e.relation FROM edges e JOIN facts f ON f.id = e.dst "
-            f"WHERE e.src = ? AND {rules.live(rules.SQLITE, 'f')} ORDER BY e.id "
-            "LIMIT ?", (key, now, limit))]
-
-    def in_edges(self, key: int, now: float, limit: int) -> list[tuple[int, str]]:
-        return [(int(s), r) for s, r in self.reader().execute(
-            "SELECT e.src, e.relation FROM edges e JOIN facts f ON f.id = e.src "
-            f"WHERE e.dst = ? AND {rules.live(rules.SQLITE, 'f')} ORDER BY e.id "
-            "LIMIT ?", (key, now, limit))]
-
-    def targets(self, key: int) -> list[int]:
-        return [int(d) for (d,) in self.reader().execute("SELECT dst FROM edges WHERE src = ?",
-                                                         (key,))]
-
-    def counts(self, now: float) -> Counts:
-        conn = self.reader()
-        facts = conn.execute(f"SELECT count(*) FROM facts WHERE kind IS NULL AND {LIVE}",
-                             (now,)).fetchone()[0]
-        edges = conn.execute("SELECT count(*) FROM edges").fetchone()[0]
-        return Counts(int(facts), int(edges))
-
-    def page(self, after: int | None, limit: int, predicate: Predicate, *, include_internal: bool,
-             now: float) -> list[StoredFact]:
-        compiled = compile_predicate(predicate)
-        kind = "" if include_internal else " AND kind IS NULL"
-        base = (f"SELECT {_FACT_COLUMNS} FROM facts WHERE {LIVE}{kind} AND ({compiled.sql})")
-        # u64 order = the non-negative int64 keys ascending, then the negative ones ascending.
-        segments: list[tuple[str, int]] = []
-        if after is None or after < (1 << 63):
-            low = -1 if after is None else after
-            segments.append(("id >= 0 AND id > ?", low))
-            segments.append(("id < 0 AND id >= ?", _I64_MIN))
-        else:
-            segments.append(("id < 0 AND id > ?", to_i64(after)))
-        rows: list[tuple[Any, ...]] = []
-        conn = self.reader()
-        for where, bound in segments:
-            need = limit - len(rows)
-            if need <= 0:
-                break
-            rows += conn.execute(f"{base} AND {where} ORDER BY id LIMIT ?",
-                                 (now, *compiled.params, bound, need)).fetchall()
-        return [_fact(r) for r in rows]
-
-    def get_internal(self, key: int, now: float) -> StoredFact | None:
-        row = self.reader().execute(
-            f"SELECT {_FACT_COLUMNS} FROM facts WHERE id = ? AND kind IS NOT NULL AND {LIVE}",
-            (key, now)).fetchone()
-        return None if row is None else _fact(row)
-
-    def scan_internal(self, kind: str, predicate: Predicate, limit: int,
-                      now: float) -> list[StoredFact]:
-        compiled = compile_predicate(predicate)
-        rows = self.reader().execute(
-            f"SELECT {_FACT_COLUMNS} FROM facts WHERE kind = ? AND {LIVE} AND ({compiled.sql}) "
-            "ORDER BY seq DESC LIMIT ?", (kind, now, *compiled.params, limit)).fetchall()
-        return [_fact(r) for r in rows]
-
-    def export(self, now: float, *, include_internal: bool) -> Iterator[StoredFact | Edge]:
-        """Every live fact (u64 id order), then every edge, from one consistent snapshot."""
-        kind = "" if include_internal else " AND kind IS NULL"
-        conn = connect(self.db_path, readonly=True) if not self.readonly else self._write_conn
-        try:
-            conn.execute("BEGIN")
-            rows = conn.execute(f"SELECT {_FACT_COLUMNS} FROM facts WHERE {LIVE}{kind}",
-                                (now,)).fetchall()
-            rows.sort(key=lambda r: r[0] & 0xFFFFFFFFFFFFFFFF)
-            yield from map(_fact, rows)
-            del rows
-            for i, src, dst, rel in conn.execute(
-                    "SELECT id, src, dst, relation FROM edges ORDER BY id"):
-                yield Edge(int(i), int(src), int(dst), rel)
-        finally:
-            if conn.in_transaction:
-                conn.execute("COMMIT")
-            if conn is not self._write_conn:
-                conn.close()
-
     # --- integrity ---------------------------------------------------------------------------
     def verify(self) -> list[Problem]:
         from velesmem.store.sqlite.verify import verify
@@ -850,30 +485,6 @@ class SqliteStore:
         from velesmem.store.sqlite.verify import repair
 
         return repair(self, report, embed)
-
-
-_FACT_COLUMNS = ("id, content, metadata, kind, confidence, successes, failures, created_at, "
-                 "updated_at, expires_at")
-
-
-def _fact(row: tuple[Any, ...]) -> StoredFact:
-    return StoredFact(int(row[0]), row[1], json.loads(row[2]), row[3], float(row[4]),
-                      int(row[5]), int(row[6]), float(row[7]), float(row[8]),
-                      None if row[9] is None else float(row[9]))
-
-
-def _in_query(conn: sqlite3.Connection, sql: str, keys: list[int],
-              params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-    """Run ``sql`` whose ``{}`` is an id list, binding the ids (or one JSON array when many)."""
-    if len(keys) > MAX_BOUND_IDS:
-        return conn.execute(sql.format("SELECT value FROM json_each(?)"),
-                            (json.dumps(keys), *params)).fetchall()
-    return conn.execute(sql.format(",".join("?" * len(keys))), (*keys, *params)).fetchall()
-
-
-def _journal_bytes(conn: sqlite3.Connection) -> int:
-    return int(conn.execute("SELECT coalesce(sum(bytes), 0) FROM migration_journal"
-                            ).fetchone()[0])
 
 
 def _private_file(path: Path) -> None:

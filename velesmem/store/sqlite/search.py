@@ -1,0 +1,79 @@
+"""Search for ``SqliteStore``: metadata predicates, BM25 text, the FAISS index, exact scores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import chain
+
+import numpy as np
+
+from velesmem import limits
+from velesmem.errors import Internal, InvalidInput
+from velesmem.store.predicates import Predicate
+from velesmem.store.sqlite.part import LIVE, StorePart, in_query
+from velesmem.store.sqlite.predicates import compile_predicate
+from velesmem.store.sqlite.vector_index import VectorIndex
+
+
+class SearchPart(StorePart):
+    """``SearchStore``: candidates and scores a ranking needs."""
+
+    def confidences(self, keys: Sequence[int], now: float) -> dict[int, float]:
+        if not keys:
+            return {}
+        sql = f"SELECT id, confidence FROM facts WHERE id IN ({{}}) AND kind IS NULL AND {LIVE}"
+        return {int(i): float(c) for i, c in in_query(self.reader(), sql, list(keys), (now,))}
+
+    def matching(self, predicate: Predicate) -> np.ndarray:
+        compiled = compile_predicate(predicate)
+        if compiled.ids is None:
+            raise InvalidInput("matching() needs a predicate; TRUE matches every fact")
+        keys = np.fromiter(chain.from_iterable(self.reader().execute(compiled.ids,
+                                                                     compiled.params)),
+                           dtype=np.int64)
+        if len(keys) > 1 and not np.all(keys[1:] >= keys[:-1]):  # one range comes sorted
+            keys.sort()
+        return keys
+
+    def text_search(self, query: str, allowed: np.ndarray | None) -> tuple[np.ndarray,
+                                                                           np.ndarray]:
+        return self.text.search(self.reader(), query, allowed)
+
+    @property
+    def parallel_search(self) -> bool:
+        index = self.index
+        return index is not None and index.live_count >= limits.PARALLEL_SEARCH_MIN_FACTS
+
+    def vector_search(self, query: np.ndarray, n: int,
+                      allowed: np.ndarray | None) -> list[tuple[int, float]]:
+        return self._index().search(query, n, allowed)
+
+    def vector_candidates(self, query: np.ndarray, n: int,
+                          allowed: np.ndarray | None) -> np.ndarray:
+        return self._index().candidates(query, n, allowed)
+
+    def scored(self, query: np.ndarray, keys: Sequence[int],
+               now: float) -> dict[int, tuple[float, float]]:
+        space = self.serving
+        if not keys or space is None:
+            return {}
+        # one statement: the fact's liveness and confidence, and its exact stored vector
+        sql = (f"SELECT f.id, f.confidence, v.vector FROM facts f LEFT JOIN space_vectors v "
+               f"ON v.space = {int(space.id)} AND v.id = f.id "
+               f"WHERE f.id IN ({{}}) AND f.kind IS NULL AND {LIVE}")
+        rows = in_query(self.reader(), sql, list(keys), (now,))
+        with_vector = [r for r in rows if r[2] is not None]
+        products = np.zeros(0, np.float32)
+        if with_vector:
+            matrix = np.frombuffer(b"".join(r[2] for r in with_vector), dtype=np.float32)
+            # einsum: each row's product alone (a BLAS product's rounding depends on its batch)
+            products = np.einsum("ij,j->i", matrix.reshape(len(with_vector), -1),
+                                 np.asarray(query, np.float32))
+        cosine = dict(zip((r[0] for r in with_vector), products.tolist()))
+        return {int(i): (cosine.get(i, 0.0), float(c)) for i, c, _ in rows}
+
+    def _index(self) -> VectorIndex:
+        if self.index is None:
+            raise Internal("the vector index is not loaded yet (the store is still warming)")
+        return self.index

@@ -95,7 +95,8 @@ def session_start(inp: HookInput, call: Call) -> str:
     """The JSON SessionStart prints: the additional context for this session."""
     project, session = inp.project, inp.session
     listed = call("list_working_contexts", {"project": project}).get("sessions") or []
-    saved = {e.get("session"): e.get("saved_at") for e in listed if isinstance(e, dict)}
+    saved: dict[Any, Any] = {e.get("session"): e.get("saved_at") for e in listed
+                             if isinstance(e, dict)}
     if session in saved:
         loaded = call("load_working_context", {"project": project, "session": session})
         text = render_current(project, session, loaded.get("working"), saved[session], inp.source)

@@ -16,6 +16,7 @@ import os
 import pkgutil
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
 from velesmem import __version__, limits
 from velesmem.config import settings_help
@@ -59,7 +60,7 @@ def _names_no_command(parser: argparse.ArgumentParser, argv: Sequence[str]) -> b
     return True
 
 
-def _command_modules() -> list:
+def _command_modules() -> list[ModuleType]:
     modules = []
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
         if info.name.startswith("_"):
@@ -105,14 +106,14 @@ def main(argv: Sequence[str] | None = None, *, attach: bool = True) -> int:
         return 130
 
 
-def _parser(serve, commands: bool) -> argparse.ArgumentParser:
+def _parser(serve: ModuleType | None, commands: bool) -> argparse.ArgumentParser:
     parser = build_parser(commands)
     if serve is not None:
         serve.add_serve_arguments(parser)
     return parser
 
 
-def _serve_module():  # the default action when no command is given
+def _serve_module() -> ModuleType | None:  # the default action when no command is given
     try:
         return importlib.import_module(f"{__name__}._serve")
     except ModuleNotFoundError as exc:

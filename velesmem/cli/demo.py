@@ -12,7 +12,7 @@ import os
 import sys
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "demo", help="offline: what recall returns next to what why returns", description=__doc__)
     parser.set_defaults(handler=run)

@@ -8,7 +8,7 @@ import argparse
 from velesmem.service.options import add_daemon_options
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("doctor", help="check the daemon, its CA trust and client wiring",
                                    description=__doc__)
     add_daemon_options(parser, full=False)

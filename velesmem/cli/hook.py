@@ -15,12 +15,13 @@ import os
 import sys
 import threading
 import time
+from typing import NoReturn
 
 GRACE_S = 0.5  # past the deadline, the watchdog ends the process whatever it is doing
 STDERR_PREFIX = "[velesdb-memory] hook"
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from velesmem.agents.hooks import EVENTS
 
     # Claude Code reads exit 2 as "block": argparse must never reject a hook's command line, so
@@ -37,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run, hook_help=parser.format_help)
 
 
-def _usage_error(message: str) -> None:
+def _usage_error(message: str) -> NoReturn:
     """A usage error is one stderr line and exit 0, like every other hook failure."""
     _note("?", f"usage: {message}")
     sys.exit(0)

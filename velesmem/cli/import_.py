@@ -27,7 +27,7 @@ from velesmem import limits
 PROGRESS_EVERY_S = 0.5
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "import", help="restore an export (JSON Lines) into the configured store, all or nothing",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

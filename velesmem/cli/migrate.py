@@ -12,7 +12,7 @@ import sys
 import time
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "migrate", help="re-embed the store with another embedder (offline, with progress)",
         description=__doc__)

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "prepare-model", help="derive the local model's int8 graph at install time (idempotent)",
         description=__doc__)

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from velesmem.service.spec import DaemonSpec
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("service", help="install, remove or inspect the autostarted daemon",
                                    description=__doc__)
     actions = parser.add_subparsers(dest="service_action", metavar="ACTION", required=True)

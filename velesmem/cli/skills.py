@@ -12,7 +12,7 @@ from pathlib import Path
 TARGET_CHOICES = ("claude", "opencode", "codex")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "skills", help="install the agent skills (Claude Code, opencode, Codex)", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from velesmem.config import Settings
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "status", help="print the store's memory_status (embedder, provenance, counts) as JSON",
         description=__doc__)

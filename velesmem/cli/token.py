@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from velesmem.store import TokenStore
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "token", help="create, list or revoke the bearer tokens the daemon accepts",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

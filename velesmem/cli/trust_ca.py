@@ -12,7 +12,7 @@ from pathlib import Path
 from velesmem.service.options import add_daemon_options, add_summary_option, record
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("trust-ca", help="trust the daemon's local CA (user store, no admin)",
                                    description=__doc__)
     add_daemon_options(parser, full=False)

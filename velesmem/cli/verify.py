@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "verify", help="check the store's invariants (vectors, index, edges, FTS, schema)",
         description=__doc__)

@@ -43,7 +43,7 @@ def _token(raw: str) -> str:
     return token
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("wire", help="point Claude Code/Desktop, Codex, Cursor, Windsurf, "
                                    "Devin CLI, Cline, Zed, opencode, Gemini CLI, Qwen Code and Copilot "
                                    "CLI at the daemon", description=__doc__)

@@ -252,11 +252,11 @@ def entry_auth(entry: Any) -> str | None:
     for key in ("headers", "http_headers"):
         headers = entry.get(key)
         if isinstance(headers, dict) and isinstance(headers.get(AUTH_HEADER), str):
-            return headers[AUTH_HEADER]
+            return str(headers[AUTH_HEADER])
     for key in ("env", "environment"):
         env = entry.get(key)
         if isinstance(env, dict) and isinstance(env.get(BRIDGE_AUTH_ENV), str):
-            return env[BRIDGE_AUTH_ENV]
+            return str(env[BRIDGE_AUTH_ENV])
         if isinstance(env, dict) and isinstance(env.get(AUTH_TOKEN_ENV), str):
             return bearer(env[AUTH_TOKEN_ENV])
     return None
@@ -343,7 +343,7 @@ def entry_url(entry: Any) -> str | None:
         return None
     for key in ("url", "serverUrl"):
         if isinstance(entry.get(key), str):
-            return entry[key]
+            return str(entry[key])
     args = entry.get("args")
     if isinstance(args, list):
         return next((a for a in args if isinstance(a, str) and a.startswith(("https://", "http://"))), None)
@@ -358,7 +358,7 @@ def entry_command(entry: Any) -> str | None:
     if isinstance(command, list) and command and isinstance(command[0], str):
         return command[0]  # opencode
     if isinstance(command, dict) and isinstance(command.get("path"), str):
-        return command["path"]  # Zed's older shape
+        return str(command["path"])  # Zed's older shape
     return command if isinstance(command, str) else None
 
 

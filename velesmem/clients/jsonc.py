@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from velesmem.clients.files import UTF8_BOM, ConfigRefused, atomic_write, backup, read_bytes
 
@@ -95,7 +95,7 @@ class _Parser:
         except json.JSONDecodeError:
             raise self.fail("bad string") from None
         self.pos = end
-        return value
+        return cast(str, value)
 
     def scalar(self) -> Node:
         start = self.pos

@@ -34,8 +34,8 @@ ID_FIELDS = frozenset({"fragment_id", "content_hash", "memory_id"})
 class FusedRecaller(Protocol):
     """What ``memory_scope`` needs from the memory service."""
 
-    def recall_fused(self, query: str, k: int = 10, filter: dict | None = None, hops: int = 2,
-                     graph_boost: float = 0.15) -> Any: ...
+    def recall_fused(self, query: str, k: int = 10, filter: dict[str, Any] | None = None,
+                     hops: int = 2, graph_boost: float = 0.15) -> Any: ...
 
 
 @dataclass(frozen=True)

@@ -151,7 +151,9 @@ class ContextService:
             found = next((d for d in decisions if d["fragment_id"] == fid), None)
             if found is None:
                 raise NotFound(f"no fragment with fragment_id {fid} in this request")
-        return stringify_ids(found) if compilation.request.policy.ids_as_strings else found
+        decision: dict[str, Any] = (stringify_ids(found) if compilation.request.policy.ids_as_strings
+                                    else found)
+        return decision
 
     def retrieve(self, handle: Any) -> dict[str, Any]:
         """The exact original bytes behind a ``ctx://source/<hash>`` handle."""

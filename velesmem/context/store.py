@@ -153,7 +153,8 @@ class MemoryContextStore:
         fact = self.memory.get_internal(working_context_id(project, session))
         if fact is None or fact.kind != KIND_WORKING:
             return None
-        return json.loads(fact.content)
+        working: dict[str, Any] = json.loads(fact.content)
+        return working
 
     def sessions(self, project: str) -> list[SessionEntry]:
         fact = self.memory.get_internal(working_index_id(project))

@@ -106,7 +106,7 @@ def _content_text(value: Any) -> str | None:
     if isinstance(value, str):
         return value
     if isinstance(value, list):  # [{"type": "text", "text": ...}, ...]
-        parts = [p.get("text") for p in value if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        parts = [p["text"] for p in value if isinstance(p, dict) and isinstance(p.get("text"), str)]
         return "\n".join(parts) if len(parts) == len(value) else None
     return None
 

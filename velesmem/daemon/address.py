@@ -44,7 +44,7 @@ class DaemonAddress:
             return [self.bind_host.strip("[]")]
         names = [socket.gethostname(), socket.getfqdn()]
         try:
-            names += [info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None)]
+            names += [str(info[4][0]) for info in socket.getaddrinfo(socket.gethostname(), None)]
         except OSError:  # a host name that does not resolve: the names alone
             pass
         return list(dict.fromkeys(n.lower() for n in names if n and not is_loopback(n)))

@@ -43,9 +43,13 @@ class Embedder(Protocol):
     """
 
     model: str
-    dimension: int
     semantic: bool
     inline: bool
+
+    @property
+    def dimension(self) -> int:
+        """The vectors' length (a remote embedder learns it from its server's first answer)."""
+        ...
 
     @property
     def ready(self) -> bool:

@@ -222,4 +222,5 @@ class LocalEmbedder(Warmable):
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-        return pooled.astype(np.float32)
+        vectors: np.ndarray = pooled.astype(np.float32)
+        return vectors

@@ -133,10 +133,10 @@ class ExtractionService:
                 self._run(job, stop)
                 done += 1
         while not stop.is_set():
-            job = self.store.claim_job(KIND, float(self._clock())).result()
-            if job is None:
+            claimed = self.store.claim_job(KIND, float(self._clock())).result()
+            if claimed is None:
                 break
-            self._run(job, stop)
+            self._run(claimed, stop)
             done += 1
         return done
 

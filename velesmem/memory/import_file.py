@@ -242,7 +242,7 @@ def _u64(obj: dict[str, Any], name: str) -> int:
     try:
         number = int(value)
     except ValueError:
-        raise BadLine(f"{name} {value[:40]!r} is not a decimal id") from None
+        raise BadLine(f"{name} {str(value)[:40]!r} is not a decimal id") from None
     if not 0 <= number < 1 << 64:
         raise BadLine(f"{name} {number} is not a u64")
     return number

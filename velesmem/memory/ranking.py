@@ -190,7 +190,8 @@ def _best(scored: dict[int, tuple[float, float]], candidates: np.ndarray,
 def _member(ids: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
     """Boolean mask: which ``ids`` are in ``sorted_set`` (ascending int64)."""
     pos = np.minimum(np.searchsorted(sorted_set, ids), len(sorted_set) - 1)
-    return sorted_set[pos] == ids
+    mask: np.ndarray = sorted_set[pos] == ids
+    return mask
 
 
 def _lookup(ids: np.ndarray, scores: np.ndarray, wanted: list[int]) -> dict[int, float]:

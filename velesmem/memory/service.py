@@ -159,8 +159,8 @@ class MemoryService:
         return d.year * 10000 + d.month * 100 + d.day
 
     # --- writes ------------------------------------------------------------------------------
-    def submit_remember(self, fact: str, links: list[dict] | None = None,
-                        metadata: dict | None = None, ttl_seconds: int | None = None, *,
+    def submit_remember(self, fact: str, links: list[dict[str, Any]] | None = None,
+                        metadata: dict[str, Any] | None = None, ttl_seconds: int | None = None, *,
                         author: str | None = None) -> Future[RememberResult]:
         """Validate and embed a fact, then hand it to the store (see ``remember``); ``author``
         (the caller's token name) is recorded under ``_veles_author``."""
@@ -223,8 +223,9 @@ class MemoryService:
             after = batch[-1][0]
         return done
 
-    def remember(self, fact: str, links: list[dict] | None = None,
-                 metadata: dict | None = None, ttl_seconds: int | None = None) -> RememberResult:
+    def remember(self, fact: str, links: list[dict[str, Any]] | None = None,
+                 metadata: dict[str, Any] | None = None,
+                 ttl_seconds: int | None = None) -> RememberResult:
         """Store a fact (same text → same id, updated in place); links and TTL optional."""
         return self.submit_remember(fact, links, metadata, ttl_seconds).result()
 
@@ -284,7 +285,7 @@ class MemoryService:
 
     # --- recall ------------------------------------------------------------------------------
     def recall(self, query: str, k: int = limits.DEFAULT_RECALL_K,
-               filter: dict | None = None) -> RecallResult:
+               filter: dict[str, Any] | None = None) -> RecallResult:
         """The k best facts for ``query`` (hybrid by default) among those matching ``filter``."""
         q = validate.query(query)
         k = _k(k)
@@ -294,7 +295,7 @@ class MemoryService:
         return RecallResult(self._memories(self._rank(q, k, predicate, now, warnings), now),
                             warnings)
 
-    def recall_where(self, query: str, filters: list[dict],
+    def recall_where(self, query: str, filters: list[dict[str, Any]],
                      k: int = limits.DEFAULT_RECALL_K) -> RecallResult:
         """Like recall, constrained by typed predicates ``[{field, op, value}]`` (ANDed; an empty
         list constrains nothing). Internal scaffolding is never returned."""
@@ -307,7 +308,7 @@ class MemoryService:
                             warnings)
 
     def recall_fused(self, query: str, k: int = limits.DEFAULT_RECALL_K,
-                     filter: dict | None = None, hops: int = limits.DEFAULT_FUSED_HOPS,
+                     filter: dict[str, Any] | None = None, hops: int = limits.DEFAULT_FUSED_HOPS,
                      graph_boost: float = limits.DEFAULT_GRAPH_BOOST, pool: int | None = None,
                      date_field: str | None = None) -> FusedResult:
         """recall plus a graph walk from the top hit whose reach is boosted into the ranking."""
@@ -363,7 +364,7 @@ class MemoryService:
         return weights
 
     def why(self, decision: str, max_hops: int = limits.DEFAULT_WHY_HOPS,
-            filter: dict | None = None) -> WhyResult:
+            filter: dict[str, Any] | None = None) -> WhyResult:
         """The best-matching fact (filter scopes it) and the subgraph reachable from it."""
         q = validate.query(decision, "decision")
         hops = validate.capped(max_hops, "max_hops", default=limits.DEFAULT_WHY_HOPS, low=0,
@@ -401,7 +402,8 @@ class MemoryService:
 
     # --- audit -------------------------------------------------------------------------------
     def list_memories(self, cursor: Any = None, limit: int = limits.DEFAULT_LIST_LIMIT,
-                      filter: dict | None = None, include_internal: bool = False) -> ListResult:
+                      filter: dict[str, Any] | None = None,
+                      include_internal: bool = False) -> ListResult:
         """A page of facts in ascending u64 id order after ``cursor`` (next_cursor None: done)."""
         after = None if cursor is None else parse_id(cursor, "cursor")
         if limit is None:
@@ -447,7 +449,7 @@ class MemoryService:
         return None
 
     # --- internal scaffolding ----------------------------------------------------------------
-    def submit_put_internal(self, id: int, content: str, metadata: dict, *, kind: str,
+    def submit_put_internal(self, id: int, content: str, metadata: dict[str, Any], *, kind: str,
                             ttl_seconds: int | None = None) -> Future[int]:
         fid = parse_id(id, "id")
         text = validate.text(content, "content", limits.MAX_INTERNAL_BYTES, allow_empty=True)
@@ -466,7 +468,7 @@ class MemoryService:
                                             None if ttl is None else now + ttl),
                     lambda key: to_u64(key))
 
-    def put_internal(self, id: int, content: str, metadata: dict, *, kind: str,
+    def put_internal(self, id: int, content: str, metadata: dict[str, Any], *, kind: str,
                      ttl_seconds: int | None = None) -> int:
         """Upsert an internal fact (no embedding; invisible to recall and default listing),
         expiring after ``ttl_seconds`` when given."""
@@ -479,7 +481,7 @@ class MemoryService:
         fact = self.store.get_internal(to_i64(fid), self.now())
         return None if fact is None else _internal(fact)
 
-    def scan_internal(self, kind: str, *, where: dict | None = None,
+    def scan_internal(self, kind: str, *, where: dict[str, Any] | None = None,
                       limit: int) -> tuple[list[InternalFact], bool]:
         """Live internal facts of ``kind`` matching ``where`` exactly, newest write first, and
         whether more remained beyond ``limit``."""

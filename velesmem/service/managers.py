@@ -14,6 +14,7 @@ import subprocess
 import re
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -333,13 +334,13 @@ class Background(Manager):
         return f"background (pid {pid}, log {self.log_file})" if pid else "background (not running)"
 
 
-def _wait(condition, timeout: float) -> bool:
+def _wait(condition: Callable[[], object], timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():
             return True
         time.sleep(0.1)
-    return condition()
+    return bool(condition())
 
 
 def _alive_daemon(pid: int) -> bool:

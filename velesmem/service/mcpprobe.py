@@ -33,7 +33,8 @@ def _message(response: httpx.Response, want_id: int) -> dict[str, Any]:
                 if isinstance(data, dict) and data.get("id") == want_id:
                     return data
         raise McpProbeError(f"no answer to request {want_id} in the event stream")
-    return response.json()
+    reply: dict[str, Any] = response.json()
+    return reply
 
 
 def call_tool(url: str, ca_cert: str, tool: str, arguments: dict[str, Any] | None = None,
@@ -67,8 +68,10 @@ def call_tool(url: str, ca_cert: str, tool: str, arguments: dict[str, Any] | Non
     if result.get("isError"):
         raise McpProbeError(f"{tool}: {result.get('content')}")
     if isinstance(result.get("structuredContent"), dict):
-        return result["structuredContent"]
+        structured: dict[str, Any] = result["structuredContent"]
+        return structured
     for block in result.get("content", []):
         if block.get("type") == "text":
-            return json.loads(block["text"])
+            parsed: dict[str, Any] = json.loads(block["text"])
+            return parsed
     raise McpProbeError(f"{tool} returned no content")

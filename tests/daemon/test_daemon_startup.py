@@ -89,6 +89,15 @@ def test_serving_loads_no_command_client_or_docs_code_and_listens_before_fastmcp
     assert seen["listening_before_fastmcp"] is True
 
 
+def test_serving_loads_no_websocket_protocol(make_daemon: Callable[..., Daemon],
+                                             tmp_path: Path) -> None:
+    modules = _served(make_daemon, tmp_path)["modules"]
+    websockets = [m for m in modules
+                  if m.split(".")[0] == "websockets" or m.startswith("uvicorn.protocols.websockets")]
+    assert not websockets, websockets
+    assert "uvicorn" in modules  # it did serve HTTP
+
+
 def test_the_daemon_serves_with_the_collector_on_and_its_start_up_frozen(
         make_daemon: Callable[..., Daemon], tmp_path: Path) -> None:
     seen = _served(make_daemon, tmp_path)

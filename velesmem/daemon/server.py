@@ -192,6 +192,7 @@ def run_app(
     config = uvicorn.Config(
         app,
         lifespan="on",
+        ws="none",  # MCP needs no WebSocket: uvicorn's protocol and the websockets package stay unloaded
         log_level="warning",
         access_log=False,
         timeout_keep_alive=keep_alive_s,  # type: ignore[arg-type]  # uvicorn only passes it to call_later

@@ -67,7 +67,7 @@ def test_the_check_catches_sql_where_it_is() -> None:
 # below it, never one above. Every top-level unit of the package is placed here: a new one must
 # be placed too (the test says so).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("config", "limits", "ids", "errors", "validate", "installed"),
+    ("config", "limits", "ids", "errors", "validate", "installed", "spawner"),
     ("embed", "store", "extract"),
     ("memory", "context", "migration", "consolidate", "importers"),
     ("runtime",),
@@ -147,3 +147,45 @@ def test_the_layer_check_catches_an_upward_import() -> None:
     assert upward_imports("def f():\n    from velesmem import Runtime\n", "memory", lazy)
     assert upward_imports("import velesmem.cli._serve\n", "service", lazy)
     assert upward_imports("from velesmem import limits, validate\n", "store", lazy) == []
+
+
+# Only the Runtime starts threads: it hands its spawner to the store. The modules below run in
+# processes that have no Runtime (each says why) and may create their own.
+THREAD_FACTORIES = {"Thread", "Timer", "ThreadPoolExecutor"}
+THREADS_ALLOWED = {
+    "runtime.py": "the Runtime's ThreadSpawner and its executors",
+    "daemon/relay.py": "the stdio relay: a light client of the daemon, no store, no Runtime",
+    "daemon/stdio.py": "the orphan watchdog, also started by the relay (no Runtime there)",
+    "cli/hook.py": "an agent hook's deadline timer: a short command, no Runtime",
+    "clients/probe.py": "a client probe's deadline timer: a short command, no Runtime",
+}
+
+
+def thread_creations(source: str) -> list[int]:
+    """Lines of ``source`` that construct a thread, timer or thread pool (a call of
+    ``threading.Thread``, ``Thread``, ``ThreadPoolExecutor``, …, or a subclass of one)."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        targets = [node.func] if isinstance(node, ast.Call) else \
+            list(node.bases) if isinstance(node, ast.ClassDef) else []
+        for target in targets:
+            name = target.attr if isinstance(target, ast.Attribute) else \
+                target.id if isinstance(target, ast.Name) else None
+            if name in THREAD_FACTORIES:
+                lines.append(node.lineno)
+    return lines
+
+
+def test_only_the_runtime_creates_threads() -> None:
+    offenders = [f"{rel}:{line}" for path in sorted(PACKAGE.rglob("*.py"))
+                 if (rel := path.relative_to(PACKAGE).as_posix()) not in THREADS_ALLOWED
+                 for line in thread_creations(path.read_text(encoding="utf-8"))]
+    assert offenders == []
+
+
+def test_the_thread_check_catches_each_way_to_make_a_thread() -> None:
+    assert thread_creations("import threading\nthreading.Thread(target=f).start()\n") == [2]
+    assert thread_creations("from threading import Timer\nTimer(1, f).start()\n") == [2]
+    assert thread_creations("ThreadPoolExecutor(4)\n") == [1]
+    assert thread_creations("class Worker(threading.Thread):\n    pass\n") == [1]
+    assert thread_creations("spawner.thread('velesmem-writer', run)\n") == []

@@ -136,6 +136,31 @@ def configure_logging(level: str | int = logging.INFO) -> None:
         psycopg_log.setLevel(logging.WARNING)
 
 
+class ThreadSpawner:
+    """The Runtime's spawner (``velesmem.spawner.Spawner``): the only code in a serving
+    process that creates threads. It keeps every thread it started, for ``threads()``."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+
+    def thread(self, name: str, target: Callable[[], None]) -> threading.Thread:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        with self._lock:
+            self._threads = [t for t in self._threads if t.is_alive()]
+            self._threads.append(thread)
+        thread.start()
+        return thread
+
+    def pool(self, workers: int, name: str) -> ThreadPoolExecutor:
+        return ThreadPoolExecutor(workers, thread_name_prefix=name)
+
+    def threads(self) -> list[threading.Thread]:
+        """The threads it started that still run."""
+        with self._lock:
+            return [t for t in self._threads if t.is_alive()]
+
+
 class Runtime:
     """See the module docstring."""
 
@@ -168,9 +193,9 @@ class Runtime:
         self._threads: list[threading.Thread] = []
         self._closed = False
         self._close_lock = threading.Lock()
-        self.executor = ThreadPoolExecutor(worker_threads(), thread_name_prefix="velesmem-work")
-        self.search_pool = ThreadPoolExecutor(SEARCH_THREADS,
-                                              thread_name_prefix="velesmem-search")
+        self.spawner = ThreadSpawner()  # every thread of the process: ours, and the store's
+        self.executor = self.spawner.pool(worker_threads(), "velesmem-work")
+        self.search_pool = self.spawner.pool(SEARCH_THREADS, "velesmem-search")
         mode = autograph_mode(settings)
         extractor = load_extractor(None, settings) if mode == AUTOGRAPH_EXTRACTOR else None
         self.autograph = Autograph(store, mode, clock, extractor)
@@ -250,7 +275,7 @@ class Runtime:
                            "with velesmem.open() to serve it")
         if self.state is not State.STARTING:
             return
-        self.store.start()
+        self.store.start(self.spawner)
         self.state = State.WARMING
         self._spawn(WARM_THREAD, self._warm)
         self._spawn("velesmem-sweep", self._sweep_loop)
@@ -262,9 +287,8 @@ class Runtime:
             self._spawn("velesmem-follow", self._follow_loop)
 
     def _spawn(self, name: str, target: Callable[[], None]) -> None:
-        thread = threading.Thread(target=target, name=name, daemon=True)
-        self._threads.append(thread)
-        thread.start()
+        """Start one of the Runtime's own workers (close() stops and joins them)."""
+        self._threads.append(self.spawner.thread(name, target))
 
     def _warm(self) -> None:
         attempt = 0

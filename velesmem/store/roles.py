@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from velesmem.spawner import Spawner
 from velesmem.store.predicates import Predicate
 from velesmem.store.types import (
     Counts,
@@ -58,8 +59,9 @@ class LifecycleStore(Protocol):
     location: str  # a directory, or a database URL without its password
     warm_done: bool  # the serving space's vectors are searchable
 
-    def start(self) -> None:
-        """Start the background workers (writer, indexer)."""
+    def start(self, spawner: Spawner) -> None:
+        """Start the background workers (writer, indexer) on threads of the Runtime's
+        ``spawner``: a backend never creates a thread itself."""
 
     def warm(self, progress: WarmProgress, cancelled: Callable[[], bool] = _never) -> None:
         """Make the serving space's vectors searchable (load, replay or rebuild; blocking);

@@ -14,6 +14,7 @@ import pytest
 
 from velesmem.config import Settings
 from velesmem.ids import fact_id, to_i64
+from velesmem.runtime import ThreadSpawner
 from velesmem.store import FactWrite, Identity, Store, WarmProgress, open_store
 
 DIM = 8
@@ -50,7 +51,7 @@ def open_backend(backend_settings: Settings) -> Iterator[Callable[[], Store]]:
 
     def opener() -> Store:
         store = open_store(backend_settings, IDENTITY, NOW)
-        store.start()
+        store.start(ThreadSpawner())
         store.warm(WarmProgress())
         opened.append(store)
         return store

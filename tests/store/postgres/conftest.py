@@ -10,6 +10,7 @@ import pytest
 
 from velesmem.config import Settings
 from velesmem.ids import fact_id, to_i64
+from velesmem.runtime import ThreadSpawner
 from velesmem.store import FactWrite, Identity, WarmProgress, open_store
 from velesmem.store.postgres.backend import PostgresStore
 
@@ -45,7 +46,7 @@ def open_pg(postgres_settings: Settings) -> Iterator[Callable[..., PostgresStore
         assert isinstance(store, PostgresStore)
         opened.append(store)
         if start:
-            store.start()
+            store.start(ThreadSpawner())
             store.warm(WarmProgress())
         return store
 

@@ -30,6 +30,7 @@ import numpy as np
 from velesmem.config import Settings
 from velesmem.ids import fact_id, to_i64
 from velesmem.store import FactWrite, Identity, WarmProgress, open_store
+from velesmem.runtime import ThreadSpawner
 
 url, mode, arg = sys.argv[1], sys.argv[2], sys.argv[3]
 NOW = {NOW!r}
@@ -44,7 +45,7 @@ def write(text, now=NOW, expires_at=None):
 
 store = open_store(Settings(backend="postgres", database_url=url),
                    Identity("postgres-test-embedder", {DIM}), NOW)
-store.start()
+store.start(ThreadSpawner())
 store.warm(WarmProgress())
 print("ready", flush=True)
 sys.stdin.readline()  # go

@@ -12,6 +12,7 @@ import pytest
 from tests.support import DEADLINE_S, deadline_scale, wait_for
 from tests.support.bounds import timed
 from velesmem.ids import to_i64, to_u64
+from velesmem.runtime import ThreadSpawner
 from velesmem.store.sqlite import vector_index
 from velesmem.store.sqlite.vector_index import VectorIndex
 
@@ -32,7 +33,7 @@ def wait_drained(index: VectorIndex) -> None:
 
 def test_writes_are_searchable_before_and_after_indexing() -> None:
     index = VectorIndex(16)
-    index.start_indexer()
+    index.start_indexer(ThreadSpawner())
     try:
         x = vectors(500)
         ids = np.array([to_i64((1 << 63) + i) for i in range(500)], dtype=np.int64)
@@ -63,7 +64,7 @@ def test_a_small_index_keeps_new_vectors_out_of_the_graph_until_it_outgrows_exac
 
     main = threading.current_thread()
     monkeypatch.setattr(index, "_graph_due", watched_graph_due)
-    index.start_indexer()
+    index.start_indexer(ThreadSpawner())
     try:
         x = vectors(150, seed=7)
         ids = np.arange(150, dtype=np.int64)
@@ -86,7 +87,7 @@ def test_remove_hides_pending_and_indexed_and_add_revives() -> None:
     x = vectors(50)
     ids = np.arange(50, dtype=np.int64)
     index.add(ids[:25], x[:25])  # no indexer: straight into HNSW
-    index.start_indexer()
+    index.start_indexer(ThreadSpawner())
     index.add(ids[25:], x[25:])
     index.remove([3, 30])
     got = {i for i, _ in index.search(x[3], 50)}
@@ -162,7 +163,7 @@ def rebuilding_index(monkeypatch, n: int = 2000) -> tuple[VectorIndex, np.ndarra
     x = vectors(n + 100, seed=5)
     index = VectorIndex(16)
     index.add(np.arange(n, dtype=np.int64), x[:n])
-    index.start_indexer()
+    index.start_indexer(ThreadSpawner())
     hook = HeldRebuild(index)
     index.remove(list(range(450)))
     hook.wait_held()
@@ -307,8 +308,8 @@ def test_a_loaded_index_adds_with_this_versions_construction_setting(tmp_path: P
 def test_bm25_scratch_tokenizer_matches_the_store_schema() -> None:
     import inspect
 
-    from velesmem.store.sqlite import text as ranking
     from velesmem.store.sqlite import schema
+    from velesmem.store.sqlite import text as ranking
 
     assert f"tokenize='{ranking.FTS_TOKENIZER}'" in inspect.getsource(schema)
 

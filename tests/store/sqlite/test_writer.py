@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 
+from velesmem.runtime import ThreadSpawner
 from velesmem.store.sqlite.writer import Outcome, Writer
 
 
@@ -29,7 +30,7 @@ def test_background_jobs_wait_for_every_queued_foreground_job(tmp_path) -> None:
     writer = Writer(conn)
     gate = threading.Event()
     first = writer.submit(_job("first", gate))  # holds the thread while the rest queue up
-    writer.start()
+    writer.start(ThreadSpawner())
     background = writer.submit(_job("background"), background=True)
     rest = [writer.submit(_job(f"fg{i}")) for i in range(5)]
     gate.set()

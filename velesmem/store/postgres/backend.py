@@ -29,6 +29,8 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from velesmem.errors import Internal, InvalidInput, SpaceMoved, StoreUnreachable, VelesmemError
 from velesmem.ids import to_i64
+from velesmem.spawner import Spawner
+from velesmem.store import rules
 from velesmem.store.postgres import jobs, spaces, watch, writes
 from velesmem.store.postgres.connection import (
     APPLICATION,
@@ -51,7 +53,6 @@ from velesmem.store.postgres.schema import (
 )
 from velesmem.store.postgres.text import TextIndex
 from velesmem.store.predicates import Predicate
-from velesmem.store import rules
 from velesmem.store.types import (
     Counts,
     Edge,
@@ -164,8 +165,8 @@ class PostgresStore:
         self.liveness = watch.Liveness(url)
 
     # --- lifecycle ---------------------------------------------------------------------------
-    def start(self) -> None:
-        """Open the connection pool and the write threads (idempotent)."""
+    def start(self, spawner: Spawner) -> None:
+        """Open the connection pool and the write threads, from ``spawner`` (idempotent)."""
         with self._state_lock:
             if self._closing or self._pool is not None:
                 return
@@ -180,8 +181,8 @@ class PostgresStore:
                 pool.close()
                 raise StoreUnreachable(self.liveness.down(exc)) from None
             self._pool = pool
-            self._writer = ThreadPoolExecutor(WRITE_THREADS, thread_name_prefix="velesmem-pgwrite")
-            self._background = ThreadPoolExecutor(1, thread_name_prefix="velesmem-pgbackground")
+            self._writer = spawner.pool(WRITE_THREADS, "velesmem-pgwrite")
+            self._background = spawner.pool(1, "velesmem-pgbackground")
         with self._direct_lock:  # from now on every call takes a pooled connection
             self._direct.close()
 

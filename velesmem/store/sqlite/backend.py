@@ -23,17 +23,7 @@ import numpy as np
 
 from velesmem import limits
 from velesmem.errors import EmbedderMismatch, Internal, InvalidInput
-from velesmem.store.types import (
-    JOURNAL_ENTRY_BYTES,
-    FactWrite,
-    GraphWrite,
-    Identity,
-    Problem,
-    RestoreWrite,
-    Space,
-    TokenRecord,
-    WarmProgress,
-)
+from velesmem.spawner import Spawner
 from velesmem.store.sqlite import backlog, spaces, writes
 from velesmem.store.sqlite.exact import StoredVectors
 from velesmem.store.sqlite.jobs import JobPart
@@ -46,6 +36,17 @@ from velesmem.store.sqlite.search import SearchPart
 from velesmem.store.sqlite.text import TextIndex
 from velesmem.store.sqlite.vector_index import VectorIndex, index_files
 from velesmem.store.sqlite.writer import Outcome, Writer
+from velesmem.store.types import (
+    JOURNAL_ENTRY_BYTES,
+    FactWrite,
+    GraphWrite,
+    Identity,
+    Problem,
+    RestoreWrite,
+    Space,
+    TokenRecord,
+    WarmProgress,
+)
 
 DB_FILE = "memory.sqlite3"
 BUSY_TIMEOUT_MS = 10_000
@@ -122,6 +123,7 @@ class SqliteStore(ReadPart, SearchPart, MigrationPart, JobPart):
         self.serving = serving
         self.readonly = readonly
         self._snapshot_uri = f"file:{self.db_path}?mode=ro"  # open_snapshot() may say immutable
+        self._spawner: Spawner | None = None  # the Runtime's, from start()
         self.index: VectorIndex | None = None
         self._lock = lock
         self._write_conn = conn
@@ -213,11 +215,13 @@ class SqliteStore(ReadPart, SearchPart, MigrationPart, JobPart):
         return store
 
     # --- lifecycle ---------------------------------------------------------------------------
-    def start(self) -> None:
-        """Start the writer thread (writes queue until then)."""
+    def start(self, spawner: Spawner) -> None:
+        """Start the writer thread on ``spawner`` (writes queue until then); the indexer
+        starts on it too once warm."""
         if self.readonly:
             return
-        self.writer.start()
+        self._spawner = spawner
+        self.writer.start(spawner)
 
     def warm(self, progress: WarmProgress, cancelled: Callable[[], bool] = lambda: False) -> None:
         """Load the serving space's FAISS index (replay or rebuild), then catch up, inside the
@@ -240,7 +244,8 @@ class SqliteStore(ReadPart, SearchPart, MigrationPart, JobPart):
             self.writer.submit(install).result()
         else:
             install(self._write_conn)
-        index.start_indexer()
+        if self._spawner is not None:  # never started: vectors are indexed synchronously
+            index.start_indexer(self._spawner)
         progress.phase = "ready"
         self.warm_done = True
 

@@ -185,7 +185,8 @@ class MigrationPart(StorePart):
                 self.serving = Space(new.id, new.identity, witness)
                 self.index = index
                 self.building_index = None
-                index.start_indexer()
+                if self._spawner is not None:
+                    index.start_indexer(self._spawner)
                 if retiring is not None:
                     retiring.stop_indexer()
                 log.info("embedding space %d (%s) now serves; space %s retired", new.id,

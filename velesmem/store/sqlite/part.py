@@ -19,6 +19,7 @@ from velesmem.store import rules
 from velesmem.store.types import Space, StoredFact
 
 if TYPE_CHECKING:
+    from velesmem.spawner import Spawner
     from velesmem.store.sqlite.exact import StoredVectors
     from velesmem.store.sqlite.text import TextIndex
     from velesmem.store.sqlite.vector_index import VectorIndex
@@ -46,6 +47,7 @@ class StorePart:
     _journal_epoch: str | None
     _journal_max: int
     _journal_bytes: int
+    _spawner: Spawner | None  # the Runtime's (from start()): it runs the indexer threads
 
     if TYPE_CHECKING:
         def reader(self) -> sqlite3.Connection: ...

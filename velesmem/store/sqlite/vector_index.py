@@ -37,6 +37,7 @@ from typing import Protocol
 import faiss
 import numpy as np
 
+from velesmem.spawner import Spawner
 from velesmem.store.sqlite import faiss_growth
 from velesmem.store.sqlite.exact import MemoryVectors
 from velesmem.store.sqlite.rwlock import RWLock
@@ -168,6 +169,7 @@ class VectorIndex:
         self._p_rows: dict[int, int] = {}
         self._cv = threading.Condition()
         self._indexer: threading.Thread | None = None
+        self._spawner: Spawner | None = None  # start_indexer's: it runs the rebuilds too
         self._stop = False
         # the background tombstone rebuild; while it runs the indexer pauses (see _rebuild_loop)
         self._rebuilder: threading.Thread | None = None
@@ -208,13 +210,14 @@ class VectorIndex:
             return np.concatenate([main, np.fromiter(self._p_rows, dtype=np.int64)])
 
     # --- the indexer thread -------------------------------------------------------------------
-    def start_indexer(self) -> None:
-        """Move pending vectors into HNSW in the background from now on."""
-        if self._indexer is None:
-            self._stop = False
-            self._indexer = threading.Thread(target=self._index_loop, name="velesmem-indexer",
-                                             daemon=True)
-            self._indexer.start()
+    def start_indexer(self, spawner: Spawner) -> None:
+        """Move pending vectors into HNSW in the background from now on, on a thread of
+        ``spawner`` (which also runs the tombstone rebuilds)."""
+        with self._cv:  # the loop's own exit takes it: it never runs before the assignment
+            if self._indexer is None:
+                self._stop = False
+                self._spawner = spawner
+                self._indexer = spawner.thread("velesmem-indexer", self._index_loop)
 
     @property
     def rebuilding(self) -> bool:
@@ -409,11 +412,11 @@ class VectorIndex:
         """Start the background rebuild (hold the write lock)."""
         self._rebuild_cancel.clear()
         rows = self._snapshot()
-        thread = threading.Thread(target=self._rebuild_loop, args=(rows,),
-                                  name="velesmem-rebuild", daemon=True)
-        with self._cv:
-            self._rebuilder = thread
-        thread.start()
+        assert self._spawner is not None  # a background rebuild only beside the indexer
+        spawner = self._spawner
+        with self._cv:  # _end_rebuild takes it: the thread is recorded before it can end
+            self._rebuilder = spawner.thread("velesmem-rebuild",
+                                             lambda: self._rebuild_loop(rows))
 
     def _snapshot(self) -> np.ndarray:
         """The live HNSW rows to keep (hold the write lock). Rows below ``_n`` never move and

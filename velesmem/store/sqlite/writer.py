@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from velesmem.errors import Internal
+from velesmem.spawner import Spawner
 
 T = TypeVar("T")
 MAX_BATCH = 256
@@ -56,15 +57,18 @@ class Writer:
         self._background: queue.SimpleQueue[tuple[Job, Future[Any]]] = queue.SimpleQueue()
         self._closed = False
         self._close_lock = threading.Lock()
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._name = name
+        self._thread: threading.Thread | None = None
 
-    def start(self) -> None:
-        if not self._thread.is_alive() and not self._closed:
-            self._thread.start()
+    def start(self, spawner: Spawner) -> None:
+        """Run the jobs on a thread of ``spawner`` from now on (idempotent)."""
+        with self._close_lock:
+            if self._thread is None and not self._closed:
+                self._thread = spawner.thread(self._name, self._run)
 
     @property
     def running(self) -> bool:
-        return self._thread.is_alive()
+        return self._thread is not None and self._thread.is_alive()
 
     def submit(self, job: Job, *, background: bool = False) -> Future[Any]:
         """Queue ``job``; the future resolves to its result once committed (or its error).
@@ -89,7 +93,7 @@ class Writer:
                 return
             self._closed = True
             self._queue.put(None)
-        if self._thread.is_alive():
+        if self._thread is not None and self._thread.is_alive():
             self._thread.join()
         else:  # never started: run what was queued here
             self._run()

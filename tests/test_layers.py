@@ -189,3 +189,28 @@ def test_the_thread_check_catches_each_way_to_make_a_thread() -> None:
     assert thread_creations("ThreadPoolExecutor(4)\n") == [1]
     assert thread_creations("class Worker(threading.Thread):\n    pass\n") == [1]
     assert thread_creations("spawner.thread('velesmem-writer', run)\n") == []
+
+
+SERVICES_OF_THE_RUNTIME = {"memory", "context", "extraction", "migration", "autograph"}
+
+
+def service_patches(source: str) -> list[str]:
+    """``self.<service>.<attr> = …`` assignments in ``source``: the Runtime patching a service
+    after building it, instead of giving it what it needs in its constructor."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        for target in targets:
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Attribute) \
+                    and isinstance(target.value.value, ast.Name) \
+                    and target.value.value.id == "self" \
+                    and target.value.attr in SERVICES_OF_THE_RUNTIME:
+                found.append(f"line {node.lineno}: self.{target.value.attr}.{target.attr}")
+    return found
+
+
+def test_the_runtime_patches_no_service_after_building_it() -> None:
+    assert service_patches((PACKAGE / "runtime.py").read_text(encoding="utf-8")) == []
+    assert service_patches("self.memory.on_remembered = self.autograph.offer\n") == [
+        "line 1: self.memory.on_remembered"]

@@ -37,10 +37,11 @@ def test_every_served_tool_is_in_the_readme(tmp_path: Path) -> None:
     from velesmem.config import Settings
     from velesmem.mcp.app import AppContext
     from velesmem.mcp.server import build_server
+    from tests.support.mcp_memory import in_memory
 
     async def tool_names() -> list[str]:
         with velesmem.open(tmp_path, settings=Settings(path=tmp_path)) as runtime:
-            async with Client(build_server(AppContext(runtime))) as client:
+            async with Client(in_memory(build_server(AppContext(runtime)))) as client:
                 return [t.name for t in await client.list_tools()]
 
     names = asyncio.run(tool_names())

@@ -197,10 +197,11 @@ def test_an_internal_tool_error_is_logged_once_with_the_tool_name(tmp_path: Path
 
     from velesmem.mcp.app import AppContext
     from velesmem.mcp.server import build_server
+    from tests.support.mcp_memory import in_memory
 
     rt = Runtime.open(Settings(path=tmp_path))
     rt.wait_ready_sync(30)
-    server = build_server(AppContext(rt))
+    server = in_memory(build_server(AppContext(rt)))
 
     async def call() -> str:
         async with Client(server) as client:

@@ -13,6 +13,7 @@ from skill_refs import Surface, param_paths, result_paths
 from tests.support import wait_for_async
 from velesmem.mcp.app import AppContext
 from velesmem.mcp.server import build_server
+from tests.support.mcp_memory import in_memory
 from velesmem.runtime import Runtime
 
 EXTRACTION_DEADLINE_S = 20.0
@@ -27,7 +28,7 @@ TRANSCRIPT = ("user: why do we cap upload retries?\n"
 async def collect(runtime: Runtime) -> Surface:
     """Call every tool once or twice; return the schemas' parameters and the results' fields."""
     results: dict[str, set[str]] = {}
-    async with Client(build_server(AppContext(runtime))) as client:
+    async with Client(in_memory(build_server(AppContext(runtime)))) as client:
         tools = await client.list_tools()
         params = {t.name: param_paths(t.input_schema) for t in tools}
 

@@ -23,6 +23,7 @@ from tests.support import free_port, wait_for
 from velesmem.config import Settings
 from velesmem.mcp.app import AppContext
 from velesmem.mcp.server import build_server
+from tests.support.mcp_memory import in_memory
 
 pytestmark = pytest.mark.anyio
 
@@ -52,7 +53,7 @@ def server(tmp_path: Path, ingest_root: Path) -> Iterator[Any]:
     settings = Settings.from_env().with_overrides(path=tmp_path / "store", ingest_roots=(str(ingest_root),))
     runtime = velesmem.open(settings.path, settings=settings)
     try:
-        yield build_server(AppContext(runtime))
+        yield in_memory(build_server(AppContext(runtime)))
     finally:
         runtime.close()
 

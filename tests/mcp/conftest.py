@@ -9,11 +9,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fastmcp import FastMCP
 
 from velesmem.config import Settings
 from velesmem.mcp.app import AppContext
 from velesmem.mcp.server import build_server
+from tests.support.mcp_memory import InMemoryTransport, in_memory
 
 
 @pytest.fixture
@@ -35,5 +35,6 @@ def app(tmp_path: Path) -> Iterator[AppContext]:
 
 
 @pytest.fixture
-def server(app: AppContext) -> FastMCP:
-    return build_server(app)
+def server(app: AppContext) -> InMemoryTransport:
+    """The real server, reached in process (``Client(server)`` opens a real MCP session)."""
+    return in_memory(build_server(app))

@@ -1,94 +1,54 @@
-"""``tools/call`` served straight to the tool (``velesmem.mcp.dispatch``) answers exactly what
-FastMCP's own handler, behind the two middlewares, answers: the same results, the same JSON-RPC
-errors (code, message, data) for bad arguments, aliases, both spellings, unknown tools and
-parameters, and failures inside a tool."""
+"""``tools/list`` and ``tools/call`` as the SDK's low-level ``Server`` serves them
+(``velesmem.mcp.dispatch``): what a session sees is fixed at registration, never decided by
+whoever called first, and each tool's one validator exists before any call."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
-from fastmcp import Client, FastMCP
-from mcp import MCPError
+from fastmcp import Client
+from mcp_helpers import INVALID_PARAMS, call, ok
 
-from velesmem.config import Settings
 from velesmem.mcp.app import AppContext
-from velesmem.mcp.dispatch import TOOLS_CALL, DirectToolCalls
-from velesmem.mcp.server import build_server
+from velesmem.mcp.server import build_tools, server_for
+from tests.support.mcp_memory import in_memory
 
 pytestmark = pytest.mark.anyio
 
-# (tool, arguments): each answered by both handlers, in this order, on stores that start equal.
-CALLS: list[tuple[str, dict[str, Any]]] = [
-    ("remember", {"fact": "the build uses ninja", "metadata": {"project": "veles"}}),
-    ("remember", {"fact": "ninja is fast", "links": [{"target": "1", "relation": "about"}]}),
-    ("remember", {"fact": ""}),
-    ("remember", {"fact": 7}),
-    ("remember", {}),
-    ("remember", {"fact": "x", "colour": "red"}),
-    ("remember", {"fact": "x", "ttl_seconds": "soon"}),
-    ("recall", {"query": "build tool", "k": 3}),
-    ("recall", {"query": "build tool", "limit": 2}),
-    ("recall", {"query": "build tool", "limit": "many"}),
-    ("recall", {"query": "build tool", "k": 2, "limit": 2}),
-    ("recall", {"query": "build tool", "k": -1}),
-    ("recall_where", {"query": "build", "filters": [{"field": "project", "op": "eq", "value": "veles"}]}),
-    ("recall_where", {"query": "build", "filters": [{"field": "project", "op": "like", "value": 1}]}),
-    ("forget", {"id": "not a number"}),
-    ("forget", {"id": "18446744073709551615"}),
-    ("list_memories", {"limit": 10}),
-    ("memory_status", {}),
-    ("no_such_tool", {"x": 1}),
-    ("context_savings", {}),
-]
+
+async def test_a_first_caller_asking_for_unknown_tools_changes_nothing_another_session_sees(
+        app: AppContext) -> None:
+    server = server_for(build_tools(app))
+    async with Client(in_memory(server)) as first, Client(in_memory(server)) as second:
+        for name in ("no_such_tool", "recall ", "RECALL"):
+            refused = await call(first, name, {})
+            assert refused.error is not None and refused.error.error.code == INVALID_PARAMS
+        listed_first = [t.name for t in await first.list_tools()]
+        listed_second = [t.name for t in await second.list_tools()]
+        assert listed_first == listed_second and "recall" in listed_second
+        await ok(second, "remember", {"fact": "the build uses ninja"})
+        assert (await ok(first, "recall", {"query": "ninja", "k": 1}))["memories"]
 
 
-@pytest.fixture
-def twin_servers(tmp_path: Path) -> Any:
-    """Two servers on two fresh stores: one as built (direct), one with FastMCP's handler back."""
-    import velesmem
-
-    opened = []
-    servers = []
-    for name in ("direct", "fastmcp"):
-        settings = Settings.from_env().with_overrides(path=tmp_path / name)
-        runtime = velesmem.open(settings.path, settings=settings)
-        opened.append(runtime)
-        servers.append(build_server(AppContext(runtime)))
-    _restore_fastmcp_handler(servers[1])
-    try:
-        yield servers
-    finally:
-        for runtime in opened:
-            runtime.close()
+async def test_every_tool_is_validated_by_its_own_validator_built_at_registration(app: AppContext) -> None:
+    tools = build_tools(app)
+    for name in tools.names():
+        tool = tools.get(name)
+        assert tool is not None and tool.validator is not None, name
+    recall = tools.get("recall")
+    assert recall is not None
+    assert recall.validate({"query": "x", "k": "3"}) == {"query": "x", "k": 3, "filter": None}
+    assert recall.aliases == {"limit": "k"}
+    relate = tools.get("relate")
+    assert relate is not None
+    assert relate.validate({"from": "1", "to": 2, "relation": "r"}) == {"from_": 1, "to": 2, "relation": "r"}
 
 
-def _restore_fastmcp_handler(server: FastMCP) -> None:
-    low = server._mcp_server
-    entry = low.get_request_handler(TOOLS_CALL)
-    assert entry is not None and isinstance(entry.handler, DirectToolCalls)
-    low.add_request_handler(TOOLS_CALL, entry.params_type, entry.handler._fallback)
-
-
-async def _answer(client: Client[Any], tool: str, arguments: dict[str, Any]) -> Any:
-    try:
-        result = await client.session.call_tool(tool, arguments)
-    except MCPError as exc:
-        return ("error", exc.error.code, exc.error.message, exc.error.data)
-    return ("result", result.model_dump(mode="json"))
-
-
-async def test_built_server_serves_tools_call_directly(server: FastMCP) -> None:
-    entry = server._mcp_server.get_request_handler(TOOLS_CALL)
-    assert entry is not None and isinstance(entry.handler, DirectToolCalls)
-
-
-async def test_direct_calls_answer_what_fastmcp_answers(twin_servers: list[FastMCP]) -> None:
-    direct, fastmcp = twin_servers
-    async with Client(direct) as a, Client(fastmcp) as b:
-        for tool, arguments in CALLS:
-            got, want = await _answer(a, tool, arguments), await _answer(b, tool, arguments)
-            assert got == want, f"{tool}({arguments})"
-        kinds = {(await _answer(a, tool, arguments))[0] for tool, arguments in CALLS}
-    assert kinds == {"result", "error"}  # both paths exercised
+async def test_a_tool_result_carries_the_dict_as_structured_content_and_as_json_text(server: Any) -> None:
+    async with Client(server) as client:
+        result = await client.session.call_tool("remember", {"fact": "ninja is fast"})
+    assert not result.is_error
+    assert result.structured_content is not None and set(result.structured_content) == {"id", "id_str"}
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert text == '{"id":%d,"id_str":"%s"}' % (result.structured_content["id"], result.structured_content["id_str"])

@@ -24,7 +24,8 @@ from velesmem import limits
 from velesmem.errors import Internal, NotFound
 from velesmem.ids import fact_id
 from velesmem.mcp.app import AppContext
-from velesmem.mcp.server import build_server
+from velesmem.mcp.server import build_tools, server_for
+from tests.support.mcp_memory import in_memory
 
 pytestmark = pytest.mark.anyio
 
@@ -210,24 +211,24 @@ async def test_domain_errors_are_real_json_rpc_errors_with_their_category(server
 
 
 async def test_internal_errors_and_crashes_are_json_rpc_internal_error(app: AppContext) -> None:
-    server = build_server(app)
+    tools = build_tools(app)
 
-    @server.tool
-    def fails_internally() -> dict:
+    @tools.tool()
+    async def fails_internally() -> dict:
         """Test-only tool: a fault on our side."""
         raise Internal("the store is on fire")
 
-    @server.tool
-    def crashes() -> dict:
+    @tools.tool()
+    async def crashes() -> dict:
         """Test-only tool: an unexpected exception."""
         raise ZeroDivisionError("division by zero")
 
-    @server.tool
-    def not_found() -> dict:
+    @tools.tool()
+    async def not_found() -> dict:
         """Test-only tool: a NotFound raised by a service."""
         raise NotFound("memory 7 does not exist")
 
-    async with Client(server) as client:
+    async with Client(in_memory(server_for(tools))) as client:
         internal = await call(client, "fails_internally", {})
         assert internal.error is not None
         assert (internal.error.error.code, internal.error.error.message) == (INTERNAL_ERROR, "the store is on fire")

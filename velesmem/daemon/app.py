@@ -2,7 +2,7 @@
 the guards (outermost first): Host/Origin, bearer-token auth, drain, session cap, body gate,
 duplicate request ids.
 
-FastMCP's app is mounted at ``/`` (mounting at ``/mcp`` would redirect to ``/mcp/``), inside the
+The MCP SDK's streamable-HTTP app (``velesmem.mcp.server.http_app``) is mounted at ``/`` (mounting at ``/mcp`` would redirect to ``/mcp/``), inside the
 ``SessionLedger`` that tells the guards which sessions are live and ends them through the SDK's
 public request path (``ledger.py``). Its lifespan is wrapped: the SDK session manager only exists
 inside it, and the session and body caps are public attributes of that manager, set there.
@@ -15,7 +15,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from fastmcp import FastMCP
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import RequestBodyLimitMiddleware
 from starlette.applications import Starlette
@@ -32,9 +31,10 @@ from velesmem.daemon.guards import DrainGate, DrainState, HostOriginGuard, allow
 from velesmem.daemon.ledger import SessionLedger
 from velesmem.daemon.request_ids import DuplicateIdGuard
 from velesmem.daemon.sessions import SessionActivity, SessionCap
+from velesmem.mcp.server import McpServer, http_app
 from velesmem.runtime import Runtime
 
-# How FastMCP serves /mcp. A POST is answered with one JSON body, not an SSE stream: no tool sends
+# How the SDK serves /mcp. A POST is answered with one JSON body, not an SSE stream: no tool sends
 # progress or log notifications mid-call, and an SSE answer costs a task group, a memory stream
 # and a sibling task per request (about 0.3 ms of CPU a call here, a fifth of a small call's
 # cost). GET streams (server-to-client messages of 2025-era sessions) are unchanged.
@@ -104,14 +104,14 @@ def _find_endpoint(mcp_app: Starlette) -> McpEndpoint:
 
 
 def build_app(
-    server: FastMCP, runtime: Runtime, address: DaemonAddress, *, idle_timeout_s: float,
+    server: McpServer, runtime: Runtime, address: DaemonAddress, *, idle_timeout_s: float,
     body_queue_s: float = float(limits.HTTP_BODY_QUEUE_SECONDS), auth: AuthPolicy,
     session_admit_s: float = float(limits.HTTP_SESSION_ADMIT_WAIT_SECONDS),
 ) -> tuple[Starlette, McpHandle]:
     """The Starlette app serving ``/health`` and ``/mcp`` with every guard on; its lifespan
     starts the Runtime. ``auth`` is the policy ``velesmem.daemon.auth.auth_policy`` settled."""
     settings = runtime.settings
-    mcp_app = server.http_app(path=MCP_PATH, session_idle_timeout=idle_timeout_s, **HTTP_APP_OPTIONS)
+    mcp_app = http_app(server, path=MCP_PATH, session_idle_timeout=idle_timeout_s, **HTTP_APP_OPTIONS)
     endpoint = _find_endpoint(mcp_app)
     handle = McpHandle(sessions=SessionLedger(mcp_app), runtime=runtime)
 

@@ -66,11 +66,11 @@ def serve_stdio(settings: Settings) -> int:
     start_orphan_watchdog(orphaned, parent)
     try:
         from velesmem.mcp.app import AppContext
-        from velesmem.mcp.server import build_server
+        from velesmem.mcp.server import build_server, serve_stdio as serve_mcp_stdio
 
         server = build_server(AppContext(runtime))
         runtime.start()
-        server.run(transport="stdio", show_banner=False)
+        serve_mcp_stdio(server)
     finally:
         runtime.close()
     return 0

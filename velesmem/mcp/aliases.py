@@ -1,21 +1,17 @@
 """Deprecated argument spellings, accepted on the wire but absent from every schema.
 
 The contract keeps ``limit`` as a deprecated alias of ``k`` for recall, recall_where and
-recall_fused. A tool module declares such an alias with :func:`deprecated_alias`; the middleware
-(and the direct ``tools/call`` path, ``velesmem.mcp.dispatch``) renames it before validation, and
-refuses a call that sends both spellings.
+recall_fused. A tool module declares such an alias with :func:`deprecated_alias`; the
+``tools/call`` handler (``velesmem.mcp.dispatch``) renames it before validation, and refuses a
+call that sends both spellings.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from fastmcp import FastMCP
-from fastmcp.exceptions import ValidationError
-from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
-
 from velesmem.errors import InvalidInput
-from velesmem.mcp.errors import mcp_error_for
+from velesmem.mcp.registry import ToolRegistry
 
 
 def rename_aliases(
@@ -43,30 +39,6 @@ def uses_alias(arguments: dict[str, Any] | None, renames: dict[str, str] | None)
     return bool(renames and arguments and any(alias in arguments for alias in renames))
 
 
-class AliasMiddleware(Middleware):
-    """Rename deprecated argument names to their canonical name before the tool validates them."""
-
-    def __init__(self) -> None:
-        self.aliases: dict[str, dict[str, str]] = {}  # tool -> {alias: canonical}
-
-    async def on_call_tool(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]) -> Any:
-        renames = self.aliases.get(context.message.name)
-        arguments = context.message.arguments
-        if not uses_alias(arguments, renames):
-            return await call_next(context)
-        assert renames is not None and arguments is not None
-        arguments, sent_as = rename_aliases(context.message.name, arguments, renames)
-        message = context.message.model_copy(update={"arguments": arguments})
-        try:
-            return await call_next(context.copy(message=message))
-        except ValidationError as exc:  # report the bad value under the name the caller sent
-            raise mcp_error_for(exc, context.message.name, renamed=sent_as) from exc
-
-
-def deprecated_alias(mcp: FastMCP, tool: str, alias: str, canonical: str) -> None:
+def deprecated_alias(tools: ToolRegistry, tool: str, alias: str, canonical: str) -> None:
     """Accept ``alias`` as a hidden, deprecated spelling of ``tool``'s ``canonical`` parameter."""
-    for middleware in mcp.middleware:
-        if isinstance(middleware, AliasMiddleware):
-            middleware.aliases.setdefault(tool, {})[alias] = canonical
-            return
-    raise RuntimeError("deprecated_alias needs a server made by velesmem.mcp.server.build_server")
+    tools.deprecated_alias(tool, alias, canonical)

@@ -17,8 +17,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from fastmcp import Client, FastMCP
+from mcp import Client
 
+from velesmem.mcp.server import McpServer
 from velesmem.mcp.wire import ID_SCHEMA
 
 REGENERATE = "python3 -m velesmem.mcp.docs"
@@ -53,11 +54,11 @@ Generated from the live server's `tools/list` by `{REGENERATE}` — do not edit 
 """
 
 
-async def live_tools(server: FastMCP) -> list[dict[str, Any]]:
+async def live_tools(server: McpServer) -> list[dict[str, Any]]:
     """``tools/list`` of ``server`` over an in-memory MCP session, as wire JSON."""
     async with Client(server) as client:
-        tools = await client.list_tools()
-    return [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in tools]
+        listing = await client.list_tools()
+    return [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listing.tools]
 
 
 def render_json(server_name: str, tools: list[dict[str, Any]]) -> str:

@@ -5,8 +5,8 @@
     an unknown tool                 → -32602
     Internal, any other exception   → -32603 INTERNAL_ERROR
 
-FastMCP turns a failing tool into an ``isError`` tool result; the contract wants a real JSON-RPC
-error, which is what raising the SDK's ``MCPError`` from a middleware produces. ``error.data``
+The contract wants a real JSON-RPC error, not an ``isError`` tool result: the ``tools/call``
+handler (``velesmem.mcp.dispatch``) raises the SDK's ``MCPError`` built here. ``error.data``
 carries ``{"category": …}`` and, for wire validation failures, ``"fields"`` (the bad paths).
 """
 
@@ -16,8 +16,6 @@ import json
 import logging
 from typing import Any
 
-from fastmcp.exceptions import NotFoundError, ToolError, ValidationError
-from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from mcp import MCPError
 from pydantic import ValidationError as PydanticValidationError
 
@@ -41,25 +39,31 @@ def mcp_error_for(
 ) -> MCPError:
     """The JSON-RPC error a failed ``tools/call`` answers with.
 
-    ``renamed`` maps a canonical parameter back to the deprecated alias the caller actually sent,
-    so a bad ``limit`` is reported as ``limit``, not as ``k``.
+    A pydantic ``ValidationError`` here is the arguments failing the tool's validator (the
+    handler maps one raised inside a tool's body as internal). ``renamed`` maps a canonical
+    parameter back to the deprecated alias the caller actually sent, so a bad ``limit`` is
+    reported as ``limit``, not as ``k``.
     """
     if isinstance(exc, MCPError):
         return exc
-    cause = exc.__cause__ if isinstance(exc, (ToolError, ValidationError)) else None
-    if isinstance(exc, VelesmemError) or isinstance(cause, VelesmemError):
-        err = exc if isinstance(exc, VelesmemError) else cause
-        assert isinstance(err, VelesmemError)
-        return MCPError(CODES[err.category], err.message, {"category": err.category.value})
-    if isinstance(cause, PydanticValidationError):
-        return _validation_error(cause, tool, params or [], renamed or {})
-    if isinstance(exc, NotFoundError):
-        return MCPError(INVALID_PARAMS, f"{exc}; call tools/list for the tools this server offers",
-                        {"category": Category.NOT_FOUND.value})
-    inner = cause or exc
+    if isinstance(exc, VelesmemError):
+        return MCPError(CODES[exc.category], exc.message, {"category": exc.category.value})
+    if isinstance(exc, PydanticValidationError):
+        return _validation_error(exc, tool, params or [], renamed or {})
+    return internal_error(exc, tool)
+
+
+def internal_error(exc: BaseException, tool: str = "") -> MCPError:
+    """-32603 naming the tool and the exception (our fault, never the caller's)."""
     where = f" in tool {tool!r}" if tool else ""
-    return MCPError(INTERNAL_ERROR, f"internal error{where}: {type(inner).__name__}: {inner}",
+    return MCPError(INTERNAL_ERROR, f"internal error{where}: {type(exc).__name__}: {exc}",
                     {"category": Category.INTERNAL.value})
+
+
+def unknown_tool(name: str) -> MCPError:
+    """-32602 for a name the server does not offer."""
+    return MCPError(INVALID_PARAMS, f"Unknown tool: {name!r}; call tools/list for the tools this server offers",
+                    {"category": Category.NOT_FOUND.value})
 
 
 def _validation_error(
@@ -108,52 +112,3 @@ def _show(value: Any) -> str:
     except (TypeError, ValueError):
         text = repr(value)
     return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."
-
-
-class ErrorMappingMiddleware(Middleware):
-    """Turn every failed ``tools/call`` into the contract's JSON-RPC error (install outermost)."""
-
-    async def on_call_tool(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]) -> Any:
-        try:
-            return await call_next(context)
-        except MCPError:
-            raise
-        except Exception as exc:
-            name = context.message.name
-            error = mcp_error_for(exc, name, await _params_of(context, name))
-            if error.error.code == INTERNAL_ERROR:  # our fault: one line, traceback at DEBUG
-                log.error("tool %s failed: %s", name, error.error.message, exc_info=exc)
-            raise error from exc
-
-
-async def _params_of(context: MiddlewareContext[Any], name: str) -> list[str]:
-    ctx = context.fastmcp_context
-    if ctx is None:
-        return []
-    try:
-        tool = await ctx.fastmcp.get_tool(name)
-    except Exception:  # only used to enrich a message
-        return []
-    return list(tool.parameters.get("properties", {})) if tool is not None else []
-
-
-class _ExpectedToolErrors(logging.Filter):
-    """Drop FastMCP's own record of a failing tool (a multi-line traceback).
-
-    A bad id or an oversized fact is an answer to the caller, not a server fault, and is not
-    logged at all; an internal error is logged once, in one line with the tool's name, by
-    ``ErrorMappingMiddleware`` (its traceback only at DEBUG).
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not (record.exc_info and record.getMessage().startswith("Error calling tool"))
-
-
-_FILTER = _ExpectedToolErrors()
-
-
-def quiet_expected_tool_errors() -> None:
-    """Install the log filter once on FastMCP's server logger (idempotent)."""
-    logger = logging.getLogger("fastmcp.server.server")
-    if _FILTER not in logger.filters:
-        logger.addFilter(_FILTER)

@@ -1,22 +1,30 @@
-"""Build the FastMCP server: wire-level middleware first, then every discovered tool module."""
+"""Build the MCP server: the SDK's low-level ``Server`` serving every discovered tool module.
+
+Only the SDK's public server API is used: the ``Server`` constructor's ``on_list_tools`` /
+``on_call_tool`` handlers, ``add_request_handler``, ``streamable_http_app`` for HTTPS and
+``run`` over the SDK's stdio transport. The server offers tools only (no prompts or resources):
+the initialize result advertises only what is served, and other methods answer "method not found".
+"""
 
 from __future__ import annotations
 
 import importlib
-import inspect
 import pkgutil
-from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from fastmcp import FastMCP
+import anyio
+import mcp_types
+from mcp.server import Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
 
 from velesmem import __version__
 from velesmem.mcp import tools as tools_package
-from velesmem.mcp.aliases import AliasMiddleware
-from velesmem.mcp import dispatch
 from velesmem.mcp.app import AppContext
-from velesmem.mcp.errors import ErrorMappingMiddleware, quiet_expected_tool_errors
+from velesmem.mcp.dispatch import ToolHandlers
+from velesmem.mcp.registry import ToolRegistry
 
 SERVER_NAME = "velesdb-memory"
 
@@ -26,34 +34,10 @@ INSTRUCTIONS = (
     "2^53: relay the *_str decimal-string twins, never a rounded number."
 )
 
-
 DEFAULT_ORDER = 100
+LOGGING_SET_LEVEL = "logging/setLevel"
 
-# FastMCP registers handlers for prompts and resources on every server, and the SDK advertises a
-# capability for each registered handler. velesmem serves tools only, so it drops them: the
-# initialize result then advertises only what is served, and these methods answer "method not found".
-UNSERVED_METHODS = (
-    "prompts/list", "prompts/get",
-    "resources/list", "resources/templates/list", "resources/read",
-    "resources/subscribe", "resources/unsubscribe",
-)
-
-
-class _Server(FastMCP):
-    """FastMCP whose ``@mcp.tool(...)`` passes a tool's docstring as its description. Our tool
-    docstrings are the plain descriptions; left on the function, FastMCP would load griffe to look
-    for Args/Returns sections in them (~30 ms of the daemon's start-up, before its first answer)."""
-
-    def tool(self, name_or_fn: Any = None, **options: Any) -> Any:  # FastMCP.tool's signature
-        if name_or_fn is not None or "description" in options:
-            return super().tool(name_or_fn, **options)
-
-        def register(fn: Callable[..., Any]) -> Any:
-            description = inspect.getdoc(fn)
-            fn.__doc__ = None
-            return super(_Server, self).tool(description=description, **options)(fn)
-
-        return register
+McpServer = Server[Any]
 
 
 def tool_modules() -> list[ModuleType]:
@@ -72,30 +56,50 @@ def tool_modules() -> list[ModuleType]:
     return sorted(modules, key=lambda m: (getattr(m, "ORDER", DEFAULT_ORDER), m.__name__))
 
 
-def build_server(app: AppContext) -> FastMCP:
-    """The one FastMCP server that stdio and HTTPS both serve, bound to ``app``'s services."""
-    mcp = _Server(
-        name=SERVER_NAME,
-        instructions=INSTRUCTIONS,
-        version=__version__,
-        strict_input_validation=True,  # the wire types in velesmem.mcp.wire carry all leniency
-        mask_error_details=False,
-        on_duplicate="error",
-    )
-    aliases = AliasMiddleware()
-    mcp.add_middleware(ErrorMappingMiddleware())  # outermost: sees every failure, alias ones too
-    mcp.add_middleware(aliases)
-    quiet_expected_tool_errors()
+def build_tools(app: AppContext) -> ToolRegistry:
+    """Every tool of every discovered module, bound to ``app``'s services."""
+    tools = ToolRegistry()
     for module in tool_modules():
-        module.register(mcp, app)
-    _serve_only_tools(mcp)
-    # tools/call skips FastMCP's per-call machinery; the middlewares above serve what it hands back.
-    dispatch.install(mcp, aliases)
-    return mcp
+        module.register(tools, app)
+    return tools
 
 
-def _serve_only_tools(mcp: FastMCP) -> None:
-    """Unregister the prompt and resource handlers (see ``UNSERVED_METHODS``)."""
-    handlers = mcp._mcp_server._request_handlers  # the SDK has no public remove
-    for method in UNSERVED_METHODS:
-        handlers.pop(method, None)
+async def _set_logging_level(_ctx: ServerRequestContext[Any],
+                             _params: mcp_types.SetLevelRequestParams) -> mcp_types.EmptyResult:
+    """Accepted and ignored: the daemon's log level is its own setting (kept for clients that ask)."""
+    return mcp_types.EmptyResult()
+
+
+def build_server(app: AppContext) -> McpServer:
+    """The one MCP server that stdio and HTTPS both serve, bound to ``app``'s services."""
+    return server_for(build_tools(app))
+
+
+def server_for(tools: ToolRegistry) -> McpServer:
+    """An MCP server offering exactly ``tools`` (their definitions are fixed from here on)."""
+    handlers = ToolHandlers(tools)
+    server: McpServer = Server(
+        SERVER_NAME, version=__version__, instructions=INSTRUCTIONS,
+        on_list_tools=handlers.list_tools, on_call_tool=handlers.call_tool)
+    server.add_request_handler(LOGGING_SET_LEVEL, mcp_types.SetLevelRequestParams, _set_logging_level)
+    return server
+
+
+def http_app(server: McpServer, *, path: str, session_idle_timeout: float | None,
+             json_response: bool = False) -> Starlette:
+    """The streamable-HTTP ASGI app serving ``server`` at ``path`` (its lifespan runs the SDK
+    session manager). Host/Origin checks are the daemon's own guards, so the SDK's are off."""
+    return server.streamable_http_app(
+        streamable_http_path=path, json_response=json_response,
+        session_idle_timeout=session_idle_timeout,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+
+
+def serve_stdio(server: McpServer) -> None:
+    """Serve one client on stdin/stdout until stdin closes."""
+
+    async def serve() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    anyio.run(serve)

@@ -1,4 +1,4 @@
-"""Tool modules: each defines ``register(mcp: FastMCP, app: AppContext) -> None``.
+"""Tool modules: each defines ``register(mcp: ToolRegistry, app: AppContext) -> None``.
 
 ``velesmem.mcp.server.build_server`` imports every module here (names starting with ``_`` are
 skipped) and calls its ``register``, in the order of an optional module-level ``ORDER`` (default

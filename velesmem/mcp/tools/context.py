@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from fastmcp import FastMCP
+from velesmem.mcp.registry import ToolRegistry
 from pydantic import BaseModel, Field, model_validator
 
 from velesmem import limits
@@ -185,7 +185,7 @@ def _request(query: str, fragments: list[FragmentWire], token_budget: int, **res
     return out
 
 
-def register(mcp: FastMCP, app: AppContext) -> None:
+def register(mcp: ToolRegistry, app: AppContext) -> None:
     """Install the nine compiler tools, bound to the Runtime's ContextService; each runs on the
     Runtime's worker pool."""
     rt = app.runtime

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastmcp import FastMCP
+from velesmem.mcp.registry import ToolRegistry
 from pydantic import Field
 
 from velesmem import limits
@@ -19,7 +19,7 @@ Result = dict[str, Any]
 ORDER = 1  # after the memory tools
 
 
-def register(mcp: FastMCP, app: AppContext) -> None:
+def register(mcp: ToolRegistry, app: AppContext) -> None:
     """Install entity, remember_extracted and extraction_status, bound to the Runtime."""
     rt = app.runtime
 

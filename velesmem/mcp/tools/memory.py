@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastmcp import FastMCP
+from velesmem.mcp.registry import ToolRegistry
 from pydantic import Field
 
 from velesmem import limits
@@ -103,7 +103,7 @@ IncludeInternal = Annotated[Boolean, _doc(
     "Also list graph scaffolding and reserved _veles_* keys, verbatim.")]
 
 
-def register(mcp: FastMCP, app: AppContext) -> None:
+def register(mcp: ToolRegistry, app: AppContext) -> None:
     """Install the eleven memory tools on ``mcp``, bound to ``app.memory``.
 
     Every tool is async: reads run on the Runtime's worker pool; writes are prepared on the event

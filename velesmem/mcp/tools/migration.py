@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastmcp import FastMCP
+from velesmem.mcp.registry import ToolRegistry
 from pydantic import Field
 
 from velesmem import limits
@@ -21,7 +21,7 @@ Result = dict[str, Any]
 ORDER = 2  # after the memory and entity-graph tools, as in the contract
 
 
-def register(mcp: FastMCP, app: AppContext) -> None:
+def register(mcp: ToolRegistry, app: AppContext) -> None:
     """Install the four migration tools, bound to the Runtime's MigrationService."""
     rt = app.runtime
 

@@ -1,0 +1,112 @@
+"""The tool registry: each tool's definition and its one validator, built once at registration.
+
+A tool module registers a coroutine with ``@tools.tool(annotations=...)``. Registration builds,
+once per tool and for every session alike:
+
+- the advertised ``Tool`` (name, title, description, input/output schemas, annotations), made by
+  FastMCP's public ``FunctionTool.from_function`` and ``dereference_refs`` so ``tools/list`` stays
+  what it always was;
+- a pydantic ``TypeAdapter`` over the tool's signature, the wire models (``velesmem.mcp.wire``)
+  included, validating arguments in strict mode: the only leniency is the one the wire types add;
+- the deprecated argument spellings the tool accepts (``deprecated_alias``).
+
+Nothing is resolved lazily by the first caller: what a session sees is decided here.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import mcp_types
+from fastmcp.tools import FunctionTool
+from fastmcp.utilities.json_schema import dereference_refs
+from pydantic import TypeAdapter
+
+ToolFn = Callable[..., Awaitable[Any]]
+
+
+def _bind_arguments(fn: ToolFn) -> Callable[..., dict[str, Any]]:
+    """A function with ``fn``'s signature (annotations resolved) that returns its arguments:
+    validating a call through it checks the arguments without running the tool."""
+    hints = typing.get_type_hints(fn, include_extras=True)
+    hints.pop("return", None)
+    signature = inspect.signature(fn)
+    parameters = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in signature.parameters.values()]
+
+    def arguments(**kwargs: Any) -> dict[str, Any]:
+        return kwargs
+
+    arguments.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=parameters, return_annotation=dict[str, Any])
+    arguments.__annotations__ = {**hints, "return": dict[str, Any]}
+    arguments.__name__ = arguments.__qualname__ = fn.__name__
+    return arguments
+
+
+@dataclass(frozen=True)
+class RegisteredTool:
+    """One tool as served: its coroutine, its validator, its wire definition and its aliases."""
+
+    name: str
+    fn: ToolFn
+    validator: TypeAdapter[dict[str, Any]]
+    definition: mcp_types.Tool
+    params: list[str]  # its parameter names, for "unknown parameter" messages
+    aliases: dict[str, str] = field(default_factory=dict)  # deprecated spelling -> canonical
+
+    def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The call's keyword arguments, validated (raises pydantic's ``ValidationError``)."""
+        return self.validator.validate_python(arguments, strict=True)
+
+
+class ToolRegistry:
+    """Every tool of the server, in registration order (the order of ``tools/list``)."""
+
+    def __init__(self) -> None:
+        self._tools: dict[str, RegisteredTool] = {}
+
+    def tool(self, *, annotations: mcp_types.ToolAnnotations | None = None) -> Callable[[ToolFn], ToolFn]:
+        """Register the decorated coroutine as a tool; its docstring is its description."""
+
+        def register(fn: ToolFn) -> ToolFn:
+            self.add(fn, annotations=annotations)
+            return fn
+
+        return register
+
+    def add(self, fn: ToolFn, *, annotations: mcp_types.ToolAnnotations | None = None) -> RegisteredTool:
+        """Register ``fn`` (a coroutine function with keyword parameters) as a tool."""
+        if not inspect.iscoroutinefunction(fn):
+            raise TypeError(f"tool {fn.__name__} must be a coroutine function")
+        name = fn.__name__
+        if name in self._tools:
+            raise ValueError(f"tool {name!r} is registered twice")
+        description = inspect.getdoc(fn)
+        described = FunctionTool.from_function(fn, name=name, description=description, annotations=annotations)
+        # Self-contained schemas ($ref inlined), as FastMCP's server advertises them by default.
+        output = described.output_schema
+        definition = described.to_mcp_tool(
+            inputSchema=dereference_refs(described.parameters),
+            outputSchema=None if output is None else dereference_refs(output))
+        tool = RegisteredTool(
+            name=name, fn=fn, validator=TypeAdapter(_bind_arguments(fn)), definition=definition,
+            params=list(described.parameters.get("properties", {})))
+        self._tools[name] = tool
+        return tool
+
+    def deprecated_alias(self, tool: str, alias: str, canonical: str) -> None:
+        """Accept ``alias`` as a hidden, deprecated spelling of ``tool``'s ``canonical`` parameter."""
+        self._tools[tool].aliases[alias] = canonical
+
+    def get(self, name: str) -> RegisteredTool | None:
+        return self._tools.get(name)
+
+    def definitions(self) -> list[mcp_types.Tool]:
+        return [tool.definition for tool in self._tools.values()]
+
+    def names(self) -> list[str]:
+        return list(self._tools)

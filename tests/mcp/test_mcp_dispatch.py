@@ -51,4 +51,5 @@ async def test_a_tool_result_carries_the_dict_as_structured_content_and_as_json_
     assert not result.is_error
     assert result.structured_content is not None and set(result.structured_content) == {"id", "id_str"}
     text = result.content[0].text  # type: ignore[union-attr]
-    assert text == '{"id":%d,"id_str":"%s"}' % (result.structured_content["id"], result.structured_content["id_str"])
+    ids = result.structured_content
+    assert text == f'{{"id":{ids["id"]},"id_str":"{ids["id_str"]}"}}'

@@ -12,7 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "velesmem"
-MCP_LAYER = sorted((PACKAGE / "mcp").rglob("*.py")) + [PACKAGE / "daemon" / "stdio.py"]
+MCP_LAYER = [*sorted((PACKAGE / "mcp").rglob("*.py")), PACKAGE / "daemon" / "stdio.py"]
 
 
 def _private(name: str) -> bool:

@@ -19,7 +19,7 @@ import inspect
 import typing
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import mcp_types
 from fastmcp.tools import FunctionTool
@@ -93,7 +93,7 @@ class ToolRegistry:
             inputSchema=dereference_refs(described.parameters),
             outputSchema=None if output is None else dereference_refs(output))
         tool = RegisteredTool(
-            name=name, fn=fn, validator=TypeAdapter(_bind_arguments(fn)), definition=definition,
+            name=name, fn=fn, validator=TypeAdapter(cast(Any, _bind_arguments(fn))), definition=definition,
             params=list(described.parameters.get("properties", {})))
         self._tools[name] = tool
         return tool

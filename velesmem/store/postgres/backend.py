@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import psycopg
@@ -53,6 +53,7 @@ from velesmem.store.postgres.schema import (
 )
 from velesmem.store.postgres.text import TextIndex
 from velesmem.store.predicates import Predicate
+from velesmem.store.rows import one, scalar
 from velesmem.store.types import (
     Counts,
     Edge,
@@ -86,6 +87,7 @@ _RETRYABLE = (pgerrors.SerializationFailure, pgerrors.DeadlockDetected)
 _FACT_COLUMNS = ("id, content, metadata, kind, confidence, successes, failures, created_at, "
                  "updated_at, expires_at")
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class _Conflict(Internal):
@@ -126,8 +128,8 @@ def _fact(row: tuple[Any, ...]) -> StoredFact:
                       None if row[9] is None else float(row[9]))
 
 
-def _done(value: Any) -> Future[Any]:
-    future: Future[Any] = Future()
+def _done(value: T) -> Future[T]:
+    future: Future[T] = Future()
     future.set_result(value)
     return future
 
@@ -288,7 +290,7 @@ class PostgresStore:
             raise failed(self.location, exc) from None
 
     # --- writes: one transaction each, on the write threads ----------------------------------
-    def _run(self, job: writes.Job) -> Any:
+    def _run(self, job: Callable[[writes.Conn], writes.Outcome[T]]) -> T:
         delay = RETRY_BASE_S
         for attempt in range(WRITE_RETRIES):
             try:
@@ -307,7 +309,8 @@ class PostgresStore:
                 log.exception("applying a committed write's effect failed")
         return outcome.result
 
-    def _submit(self, job: writes.Job, *, background: bool = False) -> Future[Any]:
+    def _submit(self, job: Callable[[writes.Conn], writes.Outcome[T]], *,
+                background: bool = False) -> Future[T]:
         if self._closing:
             raise Internal("the store is closed")
         writer = self._background if background else self._writer
@@ -332,12 +335,12 @@ class PostgresStore:
         unreachable right now (the sweeper asks again)."""
         try:
             with self._conn() as conn:
-                row = conn.execute("SELECT min(expires_at) FROM facts WHERE expires_at IS NOT "
-                                   "NULL").fetchone()
+                first = scalar(conn.execute("SELECT min(expires_at) FROM facts WHERE expires_at "
+                                            "IS NOT NULL"))
         except VelesmemError as exc:
             log.warning("could not read the next expiry: %s", exc.message)
             return self._next_expiry
-        self._next_expiry = None if row[0] is None else float(row[0])
+        self._next_expiry = None if first is None else float(first)
         return self._next_expiry
 
     # --- bearer tokens (every daemon on the database reads the same table) --------------------
@@ -517,10 +520,10 @@ class PostgresStore:
                 raise InvalidInput(f"embedding space {existing[0]} is already being built (a "
                                    "generated destination exists): recover or cancel that "
                                    "migration first")
-            sid = int(conn.execute(
+            sid = int(scalar(conn.execute(
                 "INSERT INTO spaces (model, dimension, witness, state, created_at) VALUES "
                 "(%s, %s, %s, 'building', %s) RETURNING id",
-                (identity.model, identity.dimension, Jsonb(list(witness)), now)).fetchone()[0])
+                (identity.model, identity.dimension, Jsonb(list(witness)), now))))
             conn.execute(f"DROP TABLE IF EXISTS {spaces.table(sid)}")
             spaces.create_table(conn, sid, identity.dimension)
             return writes.Outcome(Space(sid, identity, witness))
@@ -574,8 +577,7 @@ class PostgresStore:
 
     def start_journal(self, epoch: str, max_bytes: int) -> Future[None]:
         def job(conn: psycopg.Connection[Any]) -> writes.Outcome[None]:
-            used = conn.execute("SELECT coalesce(sum(bytes), 0) FROM migration_journal"
-                                ).fetchone()[0]
+            used = scalar(conn.execute("SELECT coalesce(sum(bytes), 0) FROM migration_journal"))
             conn.execute("INSERT INTO meta VALUES ('journal_epoch', %s), ('journal_max_bytes', "
                          "%s), ('journal_bytes', %s) ON CONFLICT (key) DO UPDATE SET value = "
                          "excluded.value", (epoch, str(max_bytes), str(int(used))))
@@ -587,9 +589,9 @@ class PostgresStore:
         with self._conn() as conn:
             rows = [(int(s), int(k)) for s, k in conn.execute(
                 "SELECT seq, key FROM migration_journal ORDER BY seq LIMIT %s", (limit,))]
-            entries, size, dirty = conn.execute(
+            entries, size, dirty = one(conn.execute(
                 "SELECT count(*), coalesce(sum(bytes), 0), count(DISTINCT key) FROM "
-                "migration_journal").fetchone()
+                "migration_journal"))
             epoch = conn.execute("SELECT value FROM meta WHERE key = 'journal_epoch'").fetchone()
         return rows, JournalState(None if epoch is None else epoch[0], int(entries), int(size),
                                   int(dirty))
@@ -621,10 +623,10 @@ class PostgresStore:
             # Inside the transaction, with the facts locked against writers, so that no write
             # lands between the check and the flip.
             conn.execute("LOCK TABLE facts IN SHARE MODE")
-            pending = conn.execute("SELECT count(*) FROM migration_journal").fetchone()[0]
+            pending = scalar(conn.execute("SELECT count(*) FROM migration_journal"))
             if pending:
                 raise Internal(f"{pending} writes are not yet in the new space: not activated")
-            facts = conn.execute("SELECT count(*) FROM facts WHERE kind IS NULL").fetchone()[0]
+            facts = scalar(conn.execute("SELECT count(*) FROM facts WHERE kind IS NULL"))
             vectors = spaces.vector_count(conn, space)
             if facts != vectors:
                 raise Internal(f"the new space holds {vectors} vectors for {facts} facts: "
@@ -741,9 +743,9 @@ class PostgresStore:
 
     def counts(self, now: float) -> Counts:
         with self._conn() as conn:
-            facts = conn.execute(f"SELECT count(*) FROM facts WHERE kind IS NULL AND {LIVE}",
-                                 (now,)).fetchone()[0]
-            edges = conn.execute("SELECT count(*) FROM edges").fetchone()[0]
+            facts = scalar(conn.execute(f"SELECT count(*) FROM facts WHERE kind IS NULL AND {LIVE}",
+                                        (now,)))
+            edges = scalar(conn.execute("SELECT count(*) FROM edges"))
         return Counts(int(facts), int(edges))
 
     def page(self, after: int | None, limit: int, predicate: Predicate, *, include_internal: bool,

@@ -25,6 +25,7 @@ from velesmem.errors import InvalidInput, NotFound
 from velesmem.store.postgres.connection import connect
 from velesmem.store.postgres.writes import Conn, Job, Outcome
 from velesmem.store import rules
+from velesmem.store.rows import scalar
 from velesmem.store.types import Job as JobRecord
 
 if TYPE_CHECKING:
@@ -66,8 +67,8 @@ class Leases:
         with self._lock:
             if job_id in self.held:
                 return True
-            got = bool(self._connection().execute(
-                f"SELECT pg_try_advisory_lock({_LOCK_KEY})", (job_id,)).fetchone()[0])
+            got = bool(scalar(self._connection().execute(
+                f"SELECT pg_try_advisory_lock({_LOCK_KEY})", (job_id,))))
             if got:
                 self.held.add(job_id)
             return got
@@ -119,8 +120,8 @@ def create(store: PostgresStore, job: JobRecord, max_pending: int) -> Job:
         # One creator of a kind at a time, so concurrent daemons keep to the cap.
         conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('velesmem-jobs:' || %s, 0))",
                      (job.kind,))
-        pending = conn.execute(f"SELECT count(*) FROM jobs WHERE kind = %s AND "
-                               f"{rules.pending()}", (job.kind,)).fetchone()[0]
+        pending = scalar(conn.execute(f"SELECT count(*) FROM jobs WHERE kind = %s AND "
+                                      f"{rules.pending()}", (job.kind,)))
         if pending >= max_pending:
             raise InvalidInput(f"{pending} {job.kind} jobs are still pending (the cap is "
                                f"{max_pending}): wait for some to finish (extraction_status), "

@@ -28,6 +28,7 @@ from velesmem.errors import EmbedderMismatch
 from velesmem.store import rules
 from velesmem.store.postgres.connection import EF_SEARCH, Keys
 from velesmem.store.postgres.predicates import Matched
+from velesmem.store.rows import scalar
 from velesmem.store.types import Identity, Space
 
 HNSW_M = 16
@@ -68,9 +69,9 @@ def read_provenance(conn: Conn) -> Identity | None:
 
 
 def vector_count(conn: Conn, space_id: int) -> int:
-    if conn.execute("SELECT to_regclass(%s)", (table(space_id),)).fetchone()[0] is None:
+    if scalar(conn.execute("SELECT to_regclass(%s)", (table(space_id),))) is None:
         return 0
-    return int(conn.execute(f"SELECT count(*) FROM {table(space_id)}").fetchone()[0])
+    return int(scalar(conn.execute(f"SELECT count(*) FROM {table(space_id)}")))
 
 
 def create_table(conn: Conn, space_id: int, dimension: int) -> None:
@@ -128,10 +129,10 @@ def settle(conn: Conn, identity: Identity, location: str, now: float, lock: int)
                 f"migrate --to <embedder>` (export it first with `velesdb-memory export "
                 f"--output memories.jsonl`)")
         if space is None:
-            new_id = int(conn.execute(
+            new_id = int(scalar(conn.execute(
                 "INSERT INTO spaces (model, dimension, state, created_at) VALUES "
                 "(%s, %s, 'serving', %s) RETURNING id",
-                (identity.model, identity.dimension, now)).fetchone()[0])
+                (identity.model, identity.dimension, now))))
             conn.execute("INSERT INTO meta VALUES ('serving_space', %s) ON CONFLICT (key) DO "
                          "UPDATE SET value = excluded.value", (str(new_id),))
         else:  # an empty space of another embedder: take it over with the new dimension

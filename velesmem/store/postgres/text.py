@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
+from velesmem.store.rows import scalar
 from velesmem.store.text import BM25_B, BM25_K1, query_terms
 
 TS_CONFIG = "english"
@@ -130,8 +131,8 @@ class TextIndex:
             cached = self._df.get(lexeme)
         if cached is not None and now - cached[1] < DF_CACHE_S:
             return cached[0]
-        df = int(conn.execute("SELECT count(*) FROM fact_terms WHERE lexeme = %s",
-                              (lexeme,)).fetchone()[0])
+        df = int(scalar(conn.execute("SELECT count(*) FROM fact_terms WHERE lexeme = %s",
+                                     (lexeme,))))
         with self._lock:
             if len(self._df) > STEM_CACHE_MAX:
                 self._df = {}

@@ -19,6 +19,7 @@ import psycopg
 
 from velesmem.store.postgres import meta_index, spaces, text
 from velesmem.store.postgres.schema import SCHEMA_VERSION, current_version
+from velesmem.store.rows import one, scalar
 from velesmem.store.types import Problem
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ def _vectors(store: PostgresStore, conn: Conn) -> list[Problem]:
     if space is None:
         sid = spaces.serving_space_id(conn)
         space = None if sid is None else spaces.read_space(conn, sid)
-    users = int(conn.execute("SELECT count(*) FROM facts WHERE kind IS NULL").fetchone()[0])
+    users = int(scalar(conn.execute("SELECT count(*) FROM facts WHERE kind IS NULL")))
     if space is None:
         if users:
             return [Problem("vectors", f"{users} facts but no serving embedding space",
@@ -59,7 +60,7 @@ def _vectors(store: PostgresStore, conn: Conn) -> list[Problem]:
         return []
     out: list[Problem] = []
     name = spaces.table(space.id)
-    if conn.execute("SELECT to_regclass(%s)", (name,)).fetchone()[0] is None:
+    if scalar(conn.execute("SELECT to_regclass(%s)", (name,))) is None:
         return [Problem("vectors", f"the vector table of space {space.id} is missing",
                         derived=True)]
     missing = [int(r[0]) for r in conn.execute(
@@ -102,18 +103,18 @@ _EXPECTED_TERMS = f"""
 
 
 def _text(conn: Conn) -> list[Problem]:
-    lacking, extra = conn.execute(
+    lacking, extra = one(conn.execute(
         f"SELECT (SELECT count(*) FROM ({_EXPECTED_TERMS} EXCEPT SELECT id, lexeme, tf, dl FROM "
         f"fact_terms) a), (SELECT count(*) FROM (SELECT id, lexeme, tf, dl FROM fact_terms "
-        f"EXCEPT {_EXPECTED_TERMS}) b)").fetchone()
+        f"EXCEPT {_EXPECTED_TERMS}) b)"))
     out = []
     if lacking or extra:
         out.append(Problem("text", f"the full-text postings differ from the facts: {lacking} "
                            f"missing, {extra} extra", derived=True))
-    docs, tokens, want_docs, want_tokens = conn.execute(
+    docs, tokens, want_docs, want_tokens = one(conn.execute(
         "SELECT (SELECT coalesce(sum(docs), 0) FROM text_stats), (SELECT coalesce(sum(tokens), "
         "0) FROM text_stats), count(*), coalesce(sum(ntokens), 0) FROM facts "
-        "WHERE kind IS NULL").fetchone()
+        "WHERE kind IS NULL"))
     if (int(docs), int(tokens)) != (int(want_docs), int(want_tokens)):
         out.append(Problem("text", f"the BM25 corpus totals say {docs} facts / {tokens} tokens, "
                            f"the facts {want_docs} / {want_tokens}", derived=True))
@@ -123,10 +124,10 @@ def _text(conn: Conn) -> list[Problem]:
 def _meta(conn: Conn) -> list[Problem]:
     expected = meta_index.INDEX_ALL_SQL.split("SELECT", 1)[1]
     cols = "id, key, type, num, str, js"
-    lacking, extra = conn.execute(
+    lacking, extra = one(conn.execute(
         f"SELECT (SELECT count(*) FROM (SELECT {expected} EXCEPT SELECT {cols} FROM "
         f"{meta_index.TABLE}) a), (SELECT count(*) FROM (SELECT {cols} FROM {meta_index.TABLE} "
-        f"EXCEPT SELECT {expected}) b)").fetchone()
+        f"EXCEPT SELECT {expected}) b)"))
     if lacking or extra:
         return [Problem("metadata", f"the metadata index differs from the facts: {lacking} rows "
                         f"missing, {extra} extra", derived=True)]
@@ -146,7 +147,7 @@ def repair(store: PostgresStore, conn: Conn, report: Callable[[str], None],
         conn.execute(meta_index.INDEX_ALL_SQL)
         if space is not None:
             name = spaces.table(space.id)
-            if conn.execute("SELECT to_regclass(%s)", (name,)).fetchone()[0] is None:
+            if scalar(conn.execute("SELECT to_regclass(%s)", (name,))) is None:
                 spaces.create_table(conn, space.id, space.identity.dimension)
             conn.execute(f"DELETE FROM {name} v WHERE NOT EXISTS (SELECT 1 FROM facts f WHERE "
                          "f.id = v.id AND f.kind IS NULL)")

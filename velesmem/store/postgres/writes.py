@@ -29,6 +29,7 @@ from velesmem.store import rules
 from velesmem.store.postgres import spaces, text
 from velesmem.store.postgres.connection import Keys
 from velesmem.store.postgres.meta_index import index_fact
+from velesmem.store.rows import scalar
 from velesmem.store.types import (
     ENTITY_HUB_KIND,
     HUB_NAME_KEY,
@@ -297,7 +298,7 @@ def purge_expired(store: PostgresStore, now: float, lock: int) -> Job:
     daemon finding another sweeping leaves it the work and reports 0)."""
 
     def job(conn: Conn) -> Outcome[int]:
-        if not conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (lock,)).fetchone()[0]:
+        if not scalar(conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (lock,))):
             return Outcome(0)
         keys = [int(r[0]) for r in conn.execute(
             f"SELECT id FROM facts WHERE {rules.expired(rules.POSTGRES)}", (now,))]

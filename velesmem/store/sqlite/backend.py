@@ -17,13 +17,14 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from velesmem import limits
 from velesmem.errors import EmbedderMismatch, Internal, InvalidInput
 from velesmem.spawner import Spawner
+from velesmem.store.rows import scalar
 from velesmem.store.sqlite import backlog, spaces, writes
 from velesmem.store.sqlite.exact import StoredVectors
 from velesmem.store.sqlite.jobs import JobPart
@@ -53,6 +54,7 @@ BUSY_TIMEOUT_MS = 10_000
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def connect(path: Path, *, readonly: bool = False,
@@ -135,8 +137,8 @@ class SqliteStore(ReadPart, SearchPart, MigrationPart, JobPart):
         self.writer = Writer(conn, before_commit=self._persist_seq)
         self.text = TextIndex(lambda: self.seq, lambda: self.text_generation)
         # Earliest expiry that may be pending (writer thread keeps it current).
-        self._next_expiry: float | None = conn.execute(
-            "SELECT min(expires_at) FROM facts WHERE expires_at IS NOT NULL").fetchone()[0]
+        self._next_expiry: float | None = scalar(conn.execute(
+            "SELECT min(expires_at) FROM facts WHERE expires_at IS NOT NULL"))
         self.expiry_listener: Callable[[float], None] | None = None
         self.provenance_recorded = _read_provenance(conn) is not None
         # Bumped (writer thread) when a fact's text changes under its id (a hash collision):
@@ -389,7 +391,8 @@ class SqliteStore(ReadPart, SearchPart, MigrationPart, JobPart):
                      (epoch, key, JOURNAL_ENTRY_BYTES))
         self._journal_bytes += JOURNAL_ENTRY_BYTES
 
-    def _submit(self, job: writes.Job, *, background: bool = False) -> Future[Any]:
+    def _submit(self, job: Callable[[sqlite3.Connection], Outcome[T]], *,
+                background: bool = False) -> Future[T]:
         if self.readonly:
             raise Internal("this store view is read-only")
         return self.writer.submit(job, background=background)

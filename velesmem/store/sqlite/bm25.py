@@ -19,6 +19,8 @@ from typing import TypeVar
 
 import numpy as np
 
+from velesmem.store.rows import scalar
+
 K1 = 1.2
 B = 0.75  # FTS5's own length normalisation (``scores`` takes another: see text.BM25_B)
 IDF_FLOOR = 1e-6
@@ -161,7 +163,7 @@ def postings_up_to(conn: sqlite3.Connection, stems: list[str],
         found: Postings = {}
         over = []
         for stem in stems:
-            text = conn.execute(_POSTINGS_UP_TO, (stem, cap + 1)).fetchone()[0]
+            text = scalar(conn.execute(_POSTINGS_UP_TO, (stem, cap + 1)))
             if text is None:
                 continue
             if text.count(",") >= cap:

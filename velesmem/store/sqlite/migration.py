@@ -16,6 +16,7 @@ from concurrent.futures import Future
 import numpy as np
 
 from velesmem.errors import Internal, InvalidInput
+from velesmem.store.rows import scalar
 from velesmem.store.sqlite import spaces, writes
 from velesmem.store.sqlite.part import I64_MIN, LIVE, StorePart, journal_bytes
 from velesmem.store.sqlite.vector_index import VectorIndex, index_files
@@ -155,10 +156,10 @@ class MigrationPart(StorePart):
             if new is None:
                 raise Internal(f"embedding space {space} does not exist")
             # Checked here, in the writer, so that no write can land between check and flip.
-            pending = conn.execute("SELECT count(*) FROM migration_journal").fetchone()[0]
+            pending = scalar(conn.execute("SELECT count(*) FROM migration_journal"))
             if pending:
                 raise Internal(f"{pending} writes are not yet in the new space: not activated")
-            facts = conn.execute("SELECT count(*) FROM facts WHERE kind IS NULL").fetchone()[0]
+            facts = scalar(conn.execute("SELECT count(*) FROM facts WHERE kind IS NULL"))
             vectors = spaces.vector_count(conn, space)
             if facts != vectors:
                 raise Internal(f"the new space holds {vectors} vectors for {facts} facts: "

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from velesmem.store import rules
+from velesmem.store.rows import scalar
 from velesmem.store.types import Space, StoredFact
 
 if TYPE_CHECKING:
@@ -77,5 +78,4 @@ def in_query(conn: sqlite3.Connection, sql: str, keys: list[int],
 
 def journal_bytes(conn: sqlite3.Connection) -> int:
     """What the migration journal's entries count against its cap."""
-    return int(conn.execute("SELECT coalesce(sum(bytes), 0) FROM migration_journal"
-                            ).fetchone()[0])
+    return int(scalar(conn.execute("SELECT coalesce(sum(bytes), 0) FROM migration_journal")))

@@ -12,6 +12,7 @@ from typing import Any
 from velesmem.ids import to_i64
 from velesmem.store import rules
 from velesmem.store.predicates import Predicate
+from velesmem.store.rows import scalar
 from velesmem.store.sqlite.predicates import compile_predicate
 from velesmem.store.sqlite.part import (
     FACT_COLUMNS,
@@ -54,9 +55,9 @@ class ReadPart(StorePart):
 
     def counts(self, now: float) -> Counts:
         conn = self.reader()
-        facts = conn.execute(f"SELECT count(*) FROM facts WHERE kind IS NULL AND {LIVE}",
-                             (now,)).fetchone()[0]
-        edges = conn.execute("SELECT count(*) FROM edges").fetchone()[0]
+        facts = scalar(conn.execute(f"SELECT count(*) FROM facts WHERE kind IS NULL AND {LIVE}",
+                                    (now,)))
+        edges = scalar(conn.execute("SELECT count(*) FROM edges"))
         return Counts(int(facts), int(edges))
 
     def page(self, after: int | None, limit: int, predicate: Predicate, *, include_internal: bool,

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from velesmem.store.rows import scalar
 from velesmem.store.types import Identity, Space, WarmProgress
 from velesmem.store.sqlite.vector_index import ExactSource, VectorIndex
 
@@ -40,14 +41,14 @@ def serving_space_id(conn: sqlite3.Connection) -> int | None:
 
 
 def vector_count(conn: sqlite3.Connection, space: int) -> int:
-    return int(conn.execute("SELECT count(*) FROM space_vectors WHERE space = ?",
-                            (space,)).fetchone()[0])
+    return int(scalar(conn.execute("SELECT count(*) FROM space_vectors WHERE space = ?",
+                                   (space,))))
 
 
 def seq_high(conn: sqlite3.Connection) -> int:
     row = conn.execute("SELECT value FROM meta WHERE key = 'seq_high'").fetchone()
     stored = int(row[0]) if row else 0
-    facts = int(conn.execute("SELECT coalesce(max(seq), 0) FROM facts").fetchone()[0])
+    facts = int(scalar(conn.execute("SELECT coalesce(max(seq), 0) FROM facts")))
     return max(stored, facts)
 
 

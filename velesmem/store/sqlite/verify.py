@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from velesmem.store.rows import scalar
 from velesmem.store.types import Problem, WarmProgress
 from velesmem.store.sqlite import meta_index, spaces
 from velesmem.store.sqlite.schema import SCHEMA_VERSION
@@ -40,8 +41,7 @@ def verify(store: SqliteStore) -> list[Problem]:
     if check != ["ok"]:
         problems.append(Problem("sqlite", "; ".join(check[:SHOWN]), derived=False))
         return problems
-    version = int(conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations"
-                               ).fetchone()[0])
+    version = int(scalar(conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations")))
     if version != SCHEMA_VERSION:
         problems.append(Problem("schema", f"schema version {version}, expected {SCHEMA_VERSION}",
                                 derived=False))
@@ -59,7 +59,7 @@ def _vectors(store: SqliteStore, conn: sqlite3.Connection) -> list[Problem]:
         sid = spaces.serving_space_id(conn)
         space = None if sid is None else spaces.read_space(conn, sid)
     out: list[Problem] = []
-    users = conn.execute("SELECT count(*) FROM facts WHERE kind IS NULL").fetchone()[0]
+    users = scalar(conn.execute("SELECT count(*) FROM facts WHERE kind IS NULL"))
     if space is None:
         if users:
             out.append(Problem("vectors", f"{users} facts but no serving embedding space",

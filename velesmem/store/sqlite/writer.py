@@ -70,12 +70,13 @@ class Writer:
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def submit(self, job: Job, *, background: bool = False) -> Future[Any]:
+    def submit(self, job: Callable[[sqlite3.Connection], Outcome[T]], *,
+               background: bool = False) -> Future[T]:
         """Queue ``job``; the future resolves to its result once committed (or its error).
 
         A ``background`` job (autograph's links) runs alone, and only when no other job is
         waiting: it never delays an acknowledgement by more than the one in progress."""
-        future: Future[Any] = Future()
+        future: Future[T] = Future()
         with self._close_lock:
             if self._closed:
                 raise Internal("the store is closed")

@@ -18,6 +18,7 @@ import numpy as np
 from velesmem import limits
 from velesmem.errors import InvalidInput, NotFound
 from velesmem.ids import edge_id, to_i64, to_u64
+from velesmem.store.rows import scalar
 from velesmem.store.types import (
     ENTITY_HUB_KIND,
     HUB_NAME_KEY,
@@ -289,8 +290,7 @@ def purge_expired(store: SqliteStore, now: float) -> Job:
         keys = [int(r[0]) for r in conn.execute(
             f"SELECT id FROM facts WHERE {rules.expired(rules.SQLITE)}", (now,))]
         removed = delete_facts(store, conn, keys)
-        nxt = conn.execute("SELECT min(expires_at) FROM facts WHERE expires_at IS NOT NULL"
-                           ).fetchone()[0]
+        nxt = scalar(conn.execute("SELECT min(expires_at) FROM facts WHERE expires_at IS NOT NULL"))
         tombstone = _tombstone(store, removed)
 
         def effect() -> None:
@@ -421,8 +421,8 @@ def create_job(job: JobRecord, max_pending: int) -> Job:
         existing = _get_job(conn, job.id)
         if existing is not None:
             return Outcome((existing, False))
-        pending = conn.execute(f"SELECT count(*) FROM jobs WHERE kind = ? AND "
-                               f"{rules.pending()}", (job.kind,)).fetchone()[0]
+        pending = scalar(conn.execute(f"SELECT count(*) FROM jobs WHERE kind = ? AND "
+                                      f"{rules.pending()}", (job.kind,)))
         if pending >= max_pending:
             raise InvalidInput(f"{pending} {job.kind} jobs are still pending (the cap is "
                                f"{max_pending}): wait for some to finish (extraction_status), "

@@ -285,7 +285,7 @@ def test_claude_desktop_entry_answers_tools_list_through_the_real_daemon(install
     # which npx uses for the same pinned version, so nothing is downloaded.
     env = {**entry["env"], "HOME": str(install.home), "npm_config_cache": str(install.home / ".npm-cache"),
            "MCP_REMOTE_CONFIG_DIR": str(install.home / ".mcp-auth")}
-    assert (NODE_DIR / "node_modules/.bin/mcp-remote").exists(), "tests/conftest.py runs npm ci in tests/node"
+    assert (NODE_DIR / "node_modules/.bin/mcp-remote").exists(), "tests/conftest.py installs tests/node (npm install --no-save)"
     proc = subprocess.Popen([entry["command"], *entry["args"]], env=env, cwd=NODE_DIR, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.integration  # every test here starts a process
 
 def test_installer_pip_installs_the_checkout_and_runs_the_daemon_from_its_venv(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    home.mkdir()
+    (home / ".cursor").mkdir(parents=True)  # Cursor is "installed": only installed clients are wired
     venv = tmp_path / "venv"
     make_venv_seeing_our_packages(venv)
     # pip builds a local project in place: give it a copy, so the checkout gets no build/ leftovers
@@ -49,8 +49,8 @@ def test_installer_pip_installs_the_checkout_and_runs_the_daemon_from_its_venv(t
         spec = json.loads((home / ".local/state/velesdb-memory/daemon.json").read_text())
         assert spec["python"] == str(venv_python)
         assert health_ok(port, home / ".velesdb-memory-tls" / "ca-cert.pem")
-        assert json.loads((home / ".cursor/mcp.json").read_text())["mcpServers"]["velesdb-memory"]["url"] \
-            == f"https://127.0.0.1:{port}/mcp"
+        cursor = json.loads((home / ".cursor/mcp.json").read_text())["mcpServers"]["velesdb-memory"]
+        assert Path(cursor["command"]).resolve() == (venv / "bin" / "velesdb-memory").resolve()
         assert (home / ".local/bin/velesdb-memory").resolve() == (venv / "bin" / "velesdb-memory").resolve()
         dist_info = sorted(venv.glob("lib/python*/site-packages/velesmem-*.dist-info"))
         assert len(dist_info) == 1

@@ -158,3 +158,44 @@ def test_attached_stdio_proxy_exits_when_stdin_closes(make_daemon: Callable[...,
         proc.stdout.close()
     assert code == 0, log.read_text()
     assert "attaching to" in log.read_text()
+
+
+# Serves stdio in this process (the real entry point) with an observer thread that waits until
+# the Runtime's warmer runs, then writes the collector's state and what was frozen, and exits.
+GC_PROBE = r"""
+import gc, json, os, sys, threading, time
+from pathlib import Path
+
+def observe() -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        names = [t.name for t in threading.enumerate()]
+        if "velesmem-warm" in names or "velesmem-sweep" in names:
+            break
+        time.sleep(0.01)
+    seen = {"gc_enabled": gc.isenabled(), "frozen": gc.get_freeze_count(),
+            "fastmcp": "fastmcp" in sys.modules}
+    Path(sys.argv[1]).write_text(json.dumps(seen))
+    os._exit(0)
+
+threading.Thread(target=observe, daemon=True).start()
+from velesmem.cli import main
+sys.exit(main([], attach=False))
+"""
+
+
+def test_stdio_starts_warming_after_the_server_is_built_with_the_collector_on_and_start_up_frozen(
+        tmp_path: Path) -> None:
+    env = clean_env(tmp_path, VELESDB_MEMORY_PATH=str(tmp_path / "store"),
+                    VELESDB_MEMORY_TLS_DIR=str(tmp_path / "tls"))
+    out = tmp_path / "seen.json"
+    log = tmp_path / "stdio.log"
+    with log.open("wb") as err, subprocess.Popen(
+            [sys.executable, "-c", GC_PROBE, str(out)], env=env, stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL, stderr=err) as proc:
+        proc.wait(timeout=120)  # stdin stays open (no EOF) until the probe exits
+    assert proc.returncode == 0 and out.exists(), log.read_text(errors="replace")
+    seen = json.loads(out.read_text())
+    assert seen["fastmcp"] is True  # the MCP server was built before the warmer started
+    assert seen["gc_enabled"] is True
+    assert seen["frozen"] > 10_000  # the start-up heap (fastmcp, pydantic, numpy) is frozen

@@ -1,8 +1,13 @@
 """Serve MCP over stdio: open the store, or attach to the daemon that holds it; exit when the
-parent process dies (an orphaned stdio server would hold the store lock forever)."""
+parent process dies (an orphaned stdio server would hold the store lock forever).
+
+Start-up runs with the cyclic garbage collector off, as the HTTPS daemon's does, and the Runtime
+starts warming (the model, the index) only once the MCP server is built: both would otherwise
+slow the first reply. The heap built by start-up is frozen when the collector comes back on."""
 
 from __future__ import annotations
 
+import gc
 import logging
 
 import os
@@ -38,6 +43,14 @@ def start_orphan_watchdog(
 def serve_stdio(settings: Settings) -> int:
     """Serve MCP on stdin/stdout until stdin closes or the parent dies."""
     parent = os.getppid()  # read first: the parent may die while we are still starting
+    gc.disable()  # start-up imports build a large heap: collected again and again otherwise
+    try:
+        return _serve_stdio(settings, parent)
+    finally:
+        gc.enable()
+
+
+def _serve_stdio(settings: Settings, parent: int) -> int:
     from velesmem.runtime import Runtime, configure_logging
 
     try:
@@ -53,6 +66,7 @@ def serve_stdio(settings: Settings) -> int:
         found = find_daemon(settings, explain=True)
         if found is None:
             raise
+        gc.enable()  # a relay for the rest of the process's life
         start_orphan_watchdog(lambda: os._exit(0), parent)
         return run_relay(found, locate=lambda: find_daemon(settings))
 
@@ -69,6 +83,8 @@ def serve_stdio(settings: Settings) -> int:
         from velesmem.mcp.server import build_server, serve_stdio as serve_mcp_stdio
 
         server = build_server(AppContext(runtime))
+        gc.freeze()  # what start-up built stays; the collector walks only what serving adds
+        gc.enable()
         runtime.start()
         serve_mcp_stdio(server)
     finally:

@@ -138,7 +138,7 @@ def session_turns() -> list[list[dict]]:
     ]
     turns = []
     for n in range(1, len(events) + 1):
-        turns.append([system] + events[:n])
+        turns.append([system, *events[:n]])
     return turns
 
 

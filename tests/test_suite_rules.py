@@ -4,6 +4,7 @@ nothing happened (timings live in bench/bounds.py), and a resource a test leaks 
 from __future__ import annotations
 
 import ast
+import itertools
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
@@ -73,7 +74,7 @@ def sleeps_then_asserts(source: str, filename: str) -> list[str]:
         body = getattr(node, "body", None)
         if not isinstance(body, list):
             continue
-        for first, second in zip(body, body[1:]):
+        for first, second in itertools.pairwise(body):
             call = first.value if isinstance(first, ast.Expr) else None
             if isinstance(call, ast.Await):
                 call = call.value

@@ -338,7 +338,7 @@ class Runtime:
                 attempt = 0
                 if done:
                     log.info("embedded %d facts stored while the embedding model loaded", done)
-            except Exception as exc:  # an embedder that fails now: keep the facts, try again
+            except Exception as exc:  # noqa: BLE001 — a failing embedder: keep the facts, retry
                 if self._stop.is_set():
                     return
                 delay = WARM_RETRY_S[min(attempt, len(WARM_RETRY_S) - 1)]

@@ -118,14 +118,14 @@ def test_media_dedups_on_decoded_bytes_whatever_the_caption() -> None:
 def test_blank_captioned_images_are_never_near_duplicates() -> None:
     out = compile_([media_fragment(png_b64(20, 20)), media_fragment(png_b64(20, 21))])
     assert {d["action"] for d in out["decisions"]} == {"preserve"}
-    assert decision(out, 0)["handle"] if "handle" in decision(out, 0) else True
+    assert decision(out, 0).get("handle", True)
     assert out["sources"][0]["handle"] != out["sources"][1]["handle"]
 
 
 def test_retrieve_screenshot_superseded_keeps_only_the_last_of_a_target() -> None:
     shots = [media_fragment(png_b64(20, 20 + i), kind="screenshot", metadata={"target": "login page"}) for i in range(3)]
     untargeted = media_fragment(png_b64(5, 5), kind="screenshot")
-    out = compile_(shots + [untargeted], budget=100_000)
+    out = compile_([*shots, untargeted], budget=100_000)
     assert [d["rule_id"] for d in out["decisions"]] == [
         "retrieve.screenshot_superseded", "retrieve.screenshot_superseded", "media.atomic", "media.atomic"]
     assert decision(out, 0)["action"] == "retrieve" and decision(out, 0)["risk"] == "low"
@@ -197,7 +197,7 @@ def test_priority_beats_relevance_and_relevance_beats_input_order() -> None:
 
 def test_the_cache_prefix_never_depends_on_the_query() -> None:
     cache = [{"content": f"system rule {i}: keep calm and deploy", "metadata": {"cache": True}} for i in range(6)]
-    frags = cache + ["volatile note about the canary", "volatile note about the rollback"]
+    frags = [*cache, "volatile note about the canary", "volatile note about the rollback"]
     a = compile_(frags, budget=40, query="canary")
     b = compile_(frags, budget=40, query="rule 5 rollback deploy calm")
     assert a["sections"][0]["name"] == "cache"

@@ -72,14 +72,14 @@ def slots(tool: Any) -> Iterator[Slot]:
 def _walk(tool: str, schema: dict[str, Any], keys: tuple[str | None, ...]) -> Iterator[Slot]:
     required = set(schema.get("required", []))
     for name, prop in schema.get("properties", {}).items():
-        here = keys + (name,)
+        here = (*keys, name)
         yield Slot(tool, here, prop, name in required)
         if prop.get("type") == "object" and "properties" in prop:
             yield from _walk(tool, prop, here)
         items = prop.get("items")
         if prop.get("type") == "array" and isinstance(items, dict):
             if items.get("type") == "object" and "properties" in items:
-                yield from _walk(tool, items, here + (None,))
+                yield from _walk(tool, items, (*here, None))
 
 
 def is_id_name(name: str) -> bool:

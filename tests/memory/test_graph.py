@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from velesmem import limits
@@ -106,7 +108,7 @@ def test_why_hops_bounds(mem: MemoryService) -> None:
 def test_hops_over_the_cap_are_clamped_not_refused(mem: MemoryService) -> None:
     """max_hops and hops are "capped at 10": 11 walks as 10 does (the reference clamps)."""
     chain = [mem.remember(f"link number {i} of the long chain").id for i in range(13)]
-    for a, b in zip(chain, chain[1:]):
+    for a, b in itertools.pairwise(chain):
         mem.relate(a, b, "next")
     deep = mem.why("link number 0 of the long chain", max_hops=limits.MAX_WHY_HOPS + 1)
     assert max(n.hop for n in deep.nodes) == limits.MAX_WHY_HOPS

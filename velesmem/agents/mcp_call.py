@@ -165,7 +165,7 @@ def _sse_messages(text: str) -> list[dict[str, Any]]:
     """The JSON-RPC messages of an event stream: each event's ``data:`` lines joined."""
     messages: list[dict[str, Any]] = []
     data: list[str] = []
-    for line in text.splitlines() + [""]:
+    for line in [*text.splitlines(), ""]:
         if not line:
             if data:
                 messages.extend(_json_messages("\n".join(data)))

@@ -8,6 +8,7 @@ whitespace run before it).
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 
 from velesmem.context.estimator import estimate_tokens
@@ -44,7 +45,7 @@ def chunk_item(item: Item) -> None:
         return
     bounds = [0] + [cut_start for cut_start, _ in cuts] + [len(text)]
     chunks = [
-        Chunk(a, b, estimate_tokens(text[a:b])) for a, b in zip(bounds, bounds[1:])
+        Chunk(a, b, estimate_tokens(text[a:b])) for a, b in itertools.pairwise(bounds)
     ]  # each chunk after the first begins with the whole whitespace run that separates it
     chunks[-1].tokens += image
     item.chunks = chunks

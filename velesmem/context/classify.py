@@ -42,9 +42,7 @@ _DIGIT_WORD = re.compile(r"(?<!\S)[^\s\d]*\d")
 
 
 def _exact_values(item: Item, _: bool) -> bool:
-    hits = 0
-    for _match in _DIGIT_WORD.finditer(item.text):
-        hits += 1
+    for hits, _match in enumerate(_DIGIT_WORD.finditer(item.text), start=1):
         if hits >= EXACT_VALUE_TOKENS:
             return True
     return False

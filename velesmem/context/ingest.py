@@ -190,7 +190,7 @@ def read_path(
         return data.decode("utf-8")
     except UnicodeDecodeError:
         hint = ""
-        if data.startswith(_PNG_MAGIC) or data.startswith(_JPEG_MAGIC):
+        if data.startswith((_PNG_MAGIC, _JPEG_MAGIC)):
             hint = " (it looks like a PNG/JPEG image: send it as a media fragment instead)"
         raise IngestPath(f"{where} {requested!r} is not UTF-8 text{hint}") from None
 

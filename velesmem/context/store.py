@@ -80,7 +80,7 @@ def _lifetime(ttl_seconds: int | None, expires_at: float | None, now: float) -> 
 
 def _add_session(index: list[SessionEntry], session: str, saved_at: int) -> list[SessionEntry]:
     rest = [e for e in index if e.session != session]
-    return [SessionEntry(session, saved_at)] + rest
+    return [SessionEntry(session, saved_at), *rest]
 
 
 class MemoryContextStore:

@@ -11,6 +11,7 @@ from velesmem.context.media import decode_media
 from velesmem.context.model import CompileRequest, FragmentIn
 from velesmem.errors import ContextOverLimit, IngestPath, InvalidInput
 from velesmem.ids import fnv1a64
+from velesmem.limits import MAX_FRAGMENT_BYTES, MAX_REQUEST_MEDIA_B64_BYTES
 
 # Fragments are re-sent turn after turn and FNV in Python costs ~50 ns/byte, so hashes of small
 # sources are memoised; the bounds keep the cache under 64 MiB.
@@ -26,7 +27,6 @@ def _cached_hash(data: bytes) -> int:
 def content_hash(data: bytes) -> int:
     """The FNV-1a content hash of a fragment's source bytes."""
     return _cached_hash(data) if len(data) <= CACHED_HASH_BYTES else fnv1a64(data)
-from velesmem.limits import MAX_FRAGMENT_BYTES, MAX_REQUEST_MEDIA_B64_BYTES
 
 
 
@@ -47,7 +47,7 @@ def build_items(request: CompileRequest, roots: IngestRoots) -> list[Item]:
         check_exclusive(frag, i)
     check_file_count(sum(1 for f in request.fragments if f.path is not None))
     media_total = 0
-    for i, frag in enumerate(request.fragments):
+    for frag in request.fragments:
         if frag.media is not None and isinstance(frag.media.bytes_b64, str):
             media_total += len(frag.media.bytes_b64)
     if media_total > MAX_REQUEST_MEDIA_B64_BYTES:

@@ -413,7 +413,7 @@ class MigrationService:
         done = self._replay(job, batch)
         per_entry_ms = ((time.perf_counter() - started) * 1000 / done) if done else 0.0
         _, state = self.store.journal(0)
-        job.samples = (job.samples + [state.entries])[-job.work_limits["observation_window"]:]
+        job.samples = [*job.samples, state.entries][-job.work_limits["observation_window"]:]
         estimate = state.entries * per_entry_ms + job.work_limits["verification_reserve_ms"]
         job.progress["estimated_pause_ms"] = round(estimate, 1)
         self._observe(job)

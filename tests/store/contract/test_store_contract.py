@@ -248,8 +248,8 @@ def test_restore_all_writes_an_import_in_one_transaction_or_nothing(store: Store
                        ENTITY_HUB_KIND, None, 0.5, 0, 0, NOW - 50, NOW - 50, None)
     edges = ((user.key, hub.key, "mentions"), (user.key, key("stored before"), "follows"))
     with pytest.raises(NotFound):
-        store.restore_all(RestoreWrite(NOW, (user, hub), edges + (
-            (user.key, to_i64(999), "dangles"),))).result()
+        store.restore_all(RestoreWrite(NOW, (user, hub),
+                                       (*edges, (user.key, to_i64(999), "dangles")))).result()
     assert store.facts([user.key, hub.key], NOW, user_only=False) == {}
     assert store.counts(NOW) == Counts(1, 0)
     assert store.restore_all(RestoreWrite(NOW, (user, hub), edges)).result() == 4

@@ -105,8 +105,8 @@ def test_a_second_space_is_built_then_serves(store: Store) -> None:
     copied = [k for page in batches for k, _ in page]
     assert copied == sorted(key(t) for t in texts) and [len(b) for b in batches] == [5, 5, 2]
     shifted = {k: vector(1000 + n) for n, k in enumerate(copied)}
-    assert store.put_vectors(space.id, [(to_i64(777), vector(1))] +
-                             list(shifted.items())[:-1]).result() == len(copied) - 1
+    assert store.put_vectors(space.id, [(to_i64(777), vector(1)),
+                                        *list(shifted.items())[:-1]]).result() == len(copied) - 1
     assert store.space_count(space.id) == len(copied) - 1
     with pytest.raises(Internal):  # a fact has no vector in the new space yet
         store.activate_space(space.id, (0.5,) * DIM).result()

@@ -48,7 +48,7 @@ def test_migrations_are_named_recorded_and_atomic(postgres_url: str) -> None:
             c.execute("CREATE TABLE half_done (x integer)")
             raise RuntimeError("boom")
 
-        extra = schema.MIGRATIONS + (schema.Migration(99, "fails half way", broken),)
+        extra = (*schema.MIGRATIONS, schema.Migration(99, "fails half way", broken))
         with pytest.raises(RuntimeError):
             schema.migrate(conn, NOW, extra)
         assert schema.current_version(conn) == schema.SCHEMA_VERSION

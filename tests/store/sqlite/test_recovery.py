@@ -184,10 +184,10 @@ def test_migrations_apply_once_with_their_record(tmp_path: Path) -> None:
 
     nxt = schema.SCHEMA_VERSION + 1
     with pytest.raises(RuntimeError):
-        schema.migrate(conn, 2.0, schema.MIGRATIONS + (schema.Migration(nxt, "broken", broken),))
+        schema.migrate(conn, 2.0, (*schema.MIGRATIONS, schema.Migration(nxt, "broken", broken)))
     cols = [r[1] for r in conn.execute("PRAGMA table_info(facts)")]
     assert "half" not in cols and schema.current_version(conn) == schema.SCHEMA_VERSION
-    more = schema.MIGRATIONS + (schema.Migration(nxt, "extra column", add_column),)
+    more = (*schema.MIGRATIONS, schema.Migration(nxt, "extra column", add_column))
     assert schema.migrate(conn, 3.0, more) == nxt
     assert schema.migrate(conn, 4.0, more) == nxt  # applied once
     assert conn.execute("SELECT name FROM schema_migrations WHERE version = ?",

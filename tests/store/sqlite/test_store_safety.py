@@ -92,7 +92,7 @@ def test_a_saved_index_that_does_not_match_the_store_is_reconciled(tmp_path: Pat
     for name, data in saved.items():  # put the older index back
         (tmp_path / name).write_bytes(data)
     with velesmem.open(tmp_path).memory as mem:
-        assert _index_ids(mem) == {to_i64(i) for i in keep + [extra]}
+        assert _index_ids(mem) == {to_i64(i) for i in [*keep, extra]}
 
 
 @pytest.mark.integration

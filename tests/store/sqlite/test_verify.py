@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 import subprocess
 import sys
@@ -26,7 +27,7 @@ def _verify(store: Path, env: dict[str, str], *extra: str) -> subprocess.Complet
 def _filled(store: Path) -> list[int]:
     with velesmem.open(store).memory as mem:
         ids = [mem.remember(f"fact number {i} about the release train").id for i in range(30)]
-        for a, b in zip(ids, ids[1:]):
+        for a, b in itertools.pairwise(ids):
             mem.relate(a, b, "precedes")
     return ids
 

@@ -116,7 +116,7 @@ def register(mcp: ToolRegistry, app: AppContext) -> None:
     @mcp.tool(annotations=WRITE)
     async def remember(fact: Fact, links: Links, metadata: Metadata, ttl_seconds: TtlSeconds) -> Result:
         """Store a fact in durable local memory. Returns { id, id_str }; the id is derived from the text, so re-remembering identical text updates it in place."""
-        plain = None if links is None else [{"target": l.target, "relation": l.relation} for l in links]
+        plain = None if links is None else [{"target": ln.target, "relation": ln.relation} for ln in links]
         author = request_author()
         result = await rt.write(memory.submit_remember, fact, links=plain, metadata=metadata,
                                 ttl_seconds=ttl_seconds, author=author,

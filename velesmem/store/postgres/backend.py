@@ -107,7 +107,7 @@ def _lost(exc: psycopg.Error) -> bool:
     state = exc.sqlstate
     if state is None:
         return isinstance(exc, psycopg.OperationalError)
-    return state.startswith("08") or state.startswith("57P")
+    return state.startswith(("08", "57P"))
 
 
 _UNDEFINED_TABLE = "42P01"

@@ -54,8 +54,13 @@ def test_sigterm_refuses_new_calls_in_words_while_an_in_flight_call_finishes(
     with tls_socket(daemon) as in_flight:
         in_flight.sendall(f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{daemon.port}\r\n\r\n".encode())
         assert _read_until(in_flight, b"}").startswith(b"HTTP/1.1 200")  # the connection is up
-        # Half the body is sent: the call has reached the daemon and is in flight.
-        in_flight.sendall(_request_head(daemon, "POST", session_headers(session_id), len(call)) + call[:40])
+        # The head asks for 100-continue: uvicorn answers it only once the app reads the body, the
+        # positive signal that the call is in flight in the daemon. Then half the body is sent.
+        head = _request_head(daemon, "POST", session_headers(session_id) | {"Expect": "100-continue"},
+                             len(call))
+        in_flight.sendall(head)
+        assert _read_until(in_flight, b"\r\n\r\n").startswith(b"HTTP/1.1 100")
+        in_flight.sendall(call[:40])
         assert daemon.proc is not None
         daemon.proc.send_signal(signal.SIGTERM)
 

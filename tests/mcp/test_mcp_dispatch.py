@@ -53,3 +53,14 @@ async def test_a_tool_result_carries_the_dict_as_structured_content_and_as_json_
     text = result.content[0].text  # type: ignore[union-attr]
     ids = result.structured_content
     assert text == f'{{"id":{ids["id"]},"id_str":"{ids["id_str"]}"}}'
+
+
+async def test_the_sdk_reads_a_tools_input_schema_from_the_registry_not_through_tools_list(
+        app: AppContext) -> None:
+    tools = build_tools(app)
+    server = server_for(tools)
+    assert server.get_tool_input_schema is not None
+    recall = tools.get("recall")
+    assert recall is not None
+    assert server.get_tool_input_schema("recall") == recall.definition.input_schema
+    assert server.get_tool_input_schema("no_such_tool") is None

@@ -105,6 +105,11 @@ class ToolRegistry:
     def get(self, name: str) -> RegisteredTool | None:
         return self._tools.get(name)
 
+    def input_schema(self, name: str) -> dict[str, Any] | None:
+        """The advertised input schema of ``name`` (None for an unknown name)."""
+        tool = self._tools.get(name)
+        return None if tool is None else tool.definition.input_schema
+
     def definitions(self) -> list[mcp_types.Tool]:
         return [tool.definition for tool in self._tools.values()]
 

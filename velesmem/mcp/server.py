@@ -80,6 +80,9 @@ def server_for(tools: ToolRegistry) -> McpServer:
     handlers = ToolHandlers(tools)
     server: McpServer = Server(
         SERVER_NAME, version=__version__, instructions=INSTRUCTIONS,
+        # The schema the SDK checks Mcp-Param-* headers against, read from the registry: without
+        # it the SDK would run the whole tools/list handler path on every call with arguments.
+        get_tool_input_schema=tools.input_schema,
         on_list_tools=handlers.list_tools, on_call_tool=handlers.call_tool)
     server.add_request_handler(LOGGING_SET_LEVEL, mcp_types.SetLevelRequestParams, _set_logging_level)
     return server

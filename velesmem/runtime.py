@@ -535,9 +535,15 @@ class Runtime:
         self.extraction.set_embedder(embedder)
 
     # --- many daemons, one database: follow the serving space another daemon moved --------
+    def _shared(self) -> SharedStore:
+        """The store as many daemons share it (only a shared store moves or is followed)."""
+        if not isinstance(self.store, SharedStore):
+            raise Internal(f"store {self.store.location} is not shared: nothing to follow")
+        return self.store
+
     def _follow_loop(self) -> None:
         try:
-            self.store.watch(self._stop, self._serving_seen)  # type: ignore[attr-defined]
+            self._shared().watch(self._stop, self._serving_seen)
         except Exception:  # a bug: calls still follow a move by their retry
             log.exception("following the database failed")
 
@@ -560,7 +566,7 @@ class Runtime:
         the embedder that fills it (loaded here); True if it moved. ``pause`` holds new calls
         during the swap (not from inside a call: it would wait for itself)."""
         with self._follow_lock:
-            space = self.store.recorded_serving()  # type: ignore[attr-defined]
+            space = self._shared().recorded_serving()
             if space is None:
                 return False
             embedder = self.embedder
@@ -570,7 +576,7 @@ class Runtime:
             with self.pause_requests(FOLLOW_PAUSE_S) if pause else _nothing():
                 if embedder is not self.embedder:
                     self.swap_embedder(embedder)  # first: a vector made before goes nowhere
-                self.store.follow(space)  # type: ignore[attr-defined]
+                self._shared().follow(space)
             log.info("another daemon moved the store to embedding space %d (%s, %d dims): "
                      "serving it", space.id, space.identity.model, space.identity.dimension)
             return True

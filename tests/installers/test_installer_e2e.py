@@ -155,6 +155,8 @@ def test_first_run_starts_the_daemon_and_wires_every_installed_client(install: I
     said = next(line for line in out.splitlines() if "daemon started: " in line)
     assert "embedder None" not in said and "did not answer" not in said, said  # the store's real one
     assert " dims)" in said, said
+    prepared = next(line for line in out.splitlines() if "local model prepared" in line)
+    assert prepared.split()[0] == "done" and "all-MiniLM-L6-v2-qint8" in prepared, prepared
     assert "client claude-code — not installed" in out  # skipped, and why
     assert "client cline — not installed" in out and "client opencode — not installed" in out
     assert "client windsurf — not installed" in out and "client gemini — not installed" in out

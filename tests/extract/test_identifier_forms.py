@@ -88,3 +88,6 @@ def test_why_links_two_facts_that_cite_adr_014(tmp_path: Path) -> None:
         assert relations[(decision.id, later.id)] == "via adr-14"
         assert "lunch" not in " ".join(n.content for n in why.nodes)
         assert m.entity("ADR-14").found  # the hub is named without the padding
+        padded = m.entity("ADR-014")  # and found by the spelling the fact used
+        assert padded.found and padded.name == "adr-14"
+        assert not m.entity("lunch menu").found

@@ -27,6 +27,7 @@ from velesmem import limits, validate
 from velesmem.config import Settings
 from velesmem.embed import Embedder
 from velesmem.errors import InvalidInput
+from velesmem.extract.identifiers import identifier_hub_name
 from velesmem.ids import fact_id, parse_id, to_i64, to_u64
 from velesmem.memory import filters as mfilters
 from velesmem.memory.entities import EntityResult, lookup_entity
@@ -386,7 +387,11 @@ class MemoryService:
         """What the graph knows about one entity: its attributes, the typed relations leaving
         it and those arriving at it (each direction bounded, cuts reported)."""
         canonical = validate.entity_name(name)
-        return lookup_entity(self.store, canonical, self.now())
+        found = lookup_entity(self.store, canonical, self.now())
+        alias = None if found.found else identifier_hub_name(name)
+        if alias is not None and alias != canonical:  # ADR-014 is filed under its hub, adr-14
+            return lookup_entity(self.store, alias, self.now())
+        return found
 
     def _memories(self, ranked: list[Ranked], now: float) -> list[Memory]:
         if not ranked:

@@ -113,9 +113,13 @@ async def test_sigterm_drains_in_flight_calls_then_the_store_and_ca_survive_a_re
     assert "stopped; store closed" in daemon.output()
     finished_after_signal = [t for t in acknowledged.values() if t > sigterm_at[0]]
     assert finished_after_signal, "no call finished after SIGTERM: nothing was drained"
-    # A call sent after the signal may be refused ("shutting down"); none is dropped mid-way.
+    # A call sent after the signal may be refused ("shutting down"), or, when the client reuses a
+    # keep-alive connection the drain is closing, meet the close before the daemon read it (HTTP/1.1's
+    # own race: the client sees a ReadError); it is then not acknowledged. Any other failure is a
+    # call dropped mid-way. Every acknowledged call is in the store after the restart (below).
     failures = [repr(o) for o in outcomes if isinstance(o, BaseException)]
-    assert all("shutting down" in f or "503" in f for f in failures), failures
+    unread = ("ReadError", "RemoteProtocolError", "ConnectError")
+    assert all("shutting down" in f or "503" in f or any(u in f for u in unread) for f in failures), failures
     assert len(acknowledged) + len(failures) == 48
 
     restarted = make_daemon(root=daemon.root, port=daemon.port).start()

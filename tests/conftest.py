@@ -56,6 +56,30 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "sqlite_only: looks inside the SQLite store directory; "
                                        "skipped under --backend postgres")
+    sys.addaudithook(_note_process_start)
+
+
+# --- a test that starts a process without the integration marker fails (run-time twin of
+# tests/test_markers.py): the interpreter's audit events name every process start.
+PROCESS_EVENTS = frozenset({"subprocess.Popen", "os.posix_spawn", "os.fork", "os.forkpty",
+                            "os.system", "os.exec", "pty.spawn"})
+_started: list[str] = []
+
+
+def _note_process_start(event: str, args: tuple[object, ...]) -> None:
+    if event in PROCESS_EVENTS:
+        _started.append(f"{event} {str(args)[:200]}")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    before = len(_started)
+    result = yield
+    if len(_started) > before and item.get_closest_marker("integration") is None:
+        raise pytest.fail.Exception(
+            "this test started a process without @pytest.mark.integration (docs/testing.md): "
+            + "; ".join(_started[before:before + 3]), pytrace=False)
+    return result
 
 
 # Tests outside tests/store/sqlite that read SQLite itself (``store.reader()`` SQL, the FAISS
@@ -113,12 +137,13 @@ def store_backend(request: pytest.FixtureRequest) -> str:
 
 
 def _uses_postgres(item: pytest.Item, everywhere: bool) -> bool:
-    """The test starts (or shares) the session's PostgreSQL server: it asks for it, runs as the
-    ``pg`` twin of a both-backends test, or every store test does (``--backend postgres``)."""
+    """The test starts (or shares) the session's PostgreSQL server: it asks for it, runs with a
+    fixture parametrized to ``postgres`` (the ``pg`` twin of a both-backends test, the contract
+    suite's postgres backend), or every store test does (``--backend postgres``)."""
     if "pg_server" in getattr(item, "fixturenames", ()):
         return True
-    callspec = getattr(item, "callspec", None)
-    if callspec is not None and callspec.params.get("store_backend") == "postgres":
+    callspec = getattr(item, "callspec", None)  # store_backend, the contract suite's backend
+    if callspec is not None and "postgres" in callspec.params.values():
         return True
     return everywhere and "store_backend" in getattr(item, "fixturenames", ()) and (
         "sqlite_only" not in item.keywords and item.nodeid.split("[")[0] not in SQLITE_ONLY)

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import ast
 import itertools
+import tomllib
 from pathlib import Path
+
+import pytest
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
@@ -130,3 +133,34 @@ def test_reads_until_a_ceiling():
 '''
     assert duration_asserts(source, "t.py") == ["t.py:7", "t.py:11", "t.py:23"]
     assert sleeps_then_asserts(source, "t.py") == ["t.py:15"]
+
+
+def test_resource_warnings_are_errors_in_the_suites_configuration() -> None:
+    config = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))["tool"]["pytest"]
+    filters = config["ini_options"]["filterwarnings"]
+    assert filters[0] == "error"
+    assert not any("ResourceWarning" in f and f.startswith("ignore") for f in filters), filters
+
+
+def test_a_test_that_leaks_a_file_fails(pytester: pytest.Pytester) -> None:
+    """Under the suite's own warning filters, a file a test opens and drops unclosed fails it."""
+    config = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))["tool"]["pytest"]
+    filters = config["ini_options"]["filterwarnings"]
+    pytester.makeini("[pytest]\nfilterwarnings =\n" + "".join(f"    {f}\n" for f in filters))
+    pytester.makepyfile(test_leaky='''
+def test_leaks_a_file(tmp_path):
+    path = tmp_path / "f"
+    path.write_text("x")
+    handle = open(path)
+    handle.read()
+    del handle  # never closed
+
+def test_closes_its_file(tmp_path):
+    path = tmp_path / "f"
+    path.write_text("x")
+    with open(path) as handle:
+        handle.read()
+''')
+    result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*FAILED*test_leaks_a_file*"])

@@ -145,6 +145,7 @@ def test_a_stdio_entry_hands_the_token_to_the_attaching_process_in_its_environme
     assert {n: again[n].action for n in paths} == dict.fromkeys(paths, "unchanged")
 
 
+@pytest.mark.integration  # the wiring runs the (fake) claude / codex CLIs: processes
 def test_claude_code_gets_the_header_as_its_last_argument_and_the_token_stays_out_of_outcomes(
     tmp_path: Path,
 ) -> None:

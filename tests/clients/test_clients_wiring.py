@@ -7,6 +7,8 @@ import os
 import stat
 from pathlib import Path
 
+import pytest
+
 from velesmem.clients import Host, WireRequest, wire_clients
 from velesmem.clients import catalog
 
@@ -132,6 +134,7 @@ def test_skip_client_leaves_it_alone(tmp_path: Path) -> None:
     assert not list((tmp_path / ".cursor").iterdir()) and not list((tmp_path / ".config/devin").iterdir())
 
 
+@pytest.mark.integration  # the wiring runs the (fake) claude / codex CLIs: processes
 def test_claude_code_and_codex_go_through_their_clis(tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()

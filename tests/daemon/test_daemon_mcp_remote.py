@@ -45,10 +45,11 @@ class Bridge:
             argv = [entry["command"], *entry["args"]]
             env.update(entry["env"])
         self.stderr = home / "mcp-remote.log"
-        self.proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr.open("wb"), env=env,
-        )
+        with self.stderr.open("wb") as log:  # the child keeps its own copy of the descriptor
+            self.proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
+            )
         self.lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
         self.next_id = 0
@@ -91,6 +92,9 @@ class Bridge:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout):  # the reader thread ends at EOF
+            if pipe is not None:
+                pipe.close()
 
 
 def _tool_json(reply: dict[str, Any]) -> dict[str, Any]:

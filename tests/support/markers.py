@@ -60,9 +60,16 @@ def _dotted(node: ast.expr) -> str | None:
 
 
 def _starts_directly(node: ast.AST, imports: dict[str, str], names: set[str]) -> bool:
-    """``node`` mentions a process-starting call or name."""
+    """``node`` mentions a process-starting call or name (a function's own parameters and
+    local variables shadow module names: ``def count(findings)`` does not call ``findings``)."""
+    local: set[str] = set()
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        local = _params(node) | {sub.id for sub in ast.walk(node)
+                                 if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store)}
     for sub in ast.walk(node):
         if isinstance(sub, ast.Name):
+            if sub.id in local:
+                continue
             if sub.id in names:
                 return True
             target = imports.get(sub.id, "")
@@ -117,8 +124,10 @@ def _spawning(tree: ast.Module, spawner: Spawner) -> tuple[set[str], set[str]]:
         for name, node in defs.items():
             if name in starting:
                 continue
-            uses_fixture = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and bool(
-                _params(node) & (spawner.fixtures | fixtures))
+            # only tests and fixtures get fixtures through their parameters
+            uses_fixture = (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                            and (name.startswith("test") or _fixture_name(node) is not None)
+                            and bool(_params(node) & (spawner.fixtures | fixtures)))
             if uses_fixture or _starts_directly(node, imports, names):
                 starting.add(name)
                 changed = True

@@ -132,7 +132,7 @@ def test_mcp_remote_with_the_ca_runs_a_session_relaying_id_str(shared_daemon: Da
 def test_mcp_remote_without_the_ca_fails(shared_daemon: Daemon, tmp_path: Path) -> None:
     bridge = Bridge(shared_daemon, tmp_path, with_ca=False)
     try:
-        with pytest.raises(AssertionError, match="exited|no answer"):
+        with pytest.raises(AssertionError, match=r"exited|no answer"):
             bridge.request("initialize", {
                 "protocolVersion": "2025-06-18", "capabilities": {},
                 "clientInfo": {"name": "velesmem-tests", "version": "0"}})

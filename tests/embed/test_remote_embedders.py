@@ -162,7 +162,7 @@ def test_a_wrong_count_or_garbage_is_refused(server) -> None:
     with pytest.raises(Internal, match="returned 2 vectors for 3 texts"):
         embedder.embed(TEXTS)
     server.behaviour.short_by_one, server.behaviour.garbage = False, True
-    with pytest.raises(Internal, match="not an embeddings response .*not json"):
+    with pytest.raises(Internal, match=r"not an embeddings response .*not json"):
         embedder.embed(TEXTS)
 
 
@@ -180,7 +180,7 @@ def test_an_unreachable_server_is_a_worded_error_not_a_crash() -> None:
         port = sock.getsockname()[1]
     embedder = load_embedder(Settings(embedder="ollama", ollama_url=f"http://127.0.0.1:{port}"))
     with timed("embedder (ollama): an unreachable server is reported", 10.0), \
-            pytest.raises(Internal, match="cannot reach http://127.0.0.1:.* start Ollama"):
+            pytest.raises(Internal, match=r"cannot reach http://127.0.0.1:.* start Ollama"):
         embedder.warm()
     assert not embedder.ready
 

@@ -59,18 +59,18 @@ def test_outline_is_always_available_even_with_nothing_configured() -> None:
 
 
 def test_no_configured_extractor_is_an_actionable_internal_error() -> None:
-    with pytest.raises(Internal, match="outline.*VELESDB_MEMORY_EXTRACTOR"):
+    with pytest.raises(Internal, match=r"outline.*VELESDB_MEMORY_EXTRACTOR"):
         load(None, Settings())
 
 
 def test_an_unknown_name_is_invalid_input_listing_the_valid_ones() -> None:
-    with pytest.raises(InvalidInput, match="'llamacpp'.*outline, ollama, openai"):
+    with pytest.raises(InvalidInput, match=r"'llamacpp'.*outline, ollama, openai"):
         load("llamacpp", Settings())
 
 
 def test_a_remote_name_must_be_the_configured_backend_or_it_is_invalid_input() -> None:
     s = _env(EXTRACTOR="ollama", EXTRACTOR_MODEL="m")
-    with pytest.raises(InvalidInput, match="'openai' is not configured.*EXTRACTOR=ollama"):
+    with pytest.raises(InvalidInput, match=r"'openai' is not configured.*EXTRACTOR=ollama"):
         load("openai", s)
     with pytest.raises(InvalidInput, match="EXTRACTOR=unset"):
         load("ollama", Settings())

@@ -117,7 +117,7 @@ def test_5xx_answers_are_retried_with_a_doubling_pause_then_succeed(chat_server:
 def test_5xx_answers_beyond_the_attempts_fail_as_transient(chat_server: ChatServer) -> None:
     chat_server.script(*[Step(502, {"error": "bad gateway"})] * 5)
     with _make(OllamaExtractor, chat_server.url, max_attempts=3) as extractor:
-        with pytest.raises(ExtractionFailed, match="failed 3 time.*HTTP 502.*bad gateway") as \
+        with pytest.raises(ExtractionFailed, match=r"failed 3 time.*HTTP 502.*bad gateway") as \
                 failed:
             extractor.extract("passage")
     assert failed.value.transient is True
@@ -161,7 +161,7 @@ def test_a_reply_slower_than_the_timeout_fails_without_a_retry(chat_server: Chat
     chat_server.script(Step(hold=True, body=reply(GOOD).body), reply(GOOD))
     with timed(f"extractor ({cls.__name__}): a held reply fails at its 0.5 s timeout", 5.0), \
             _make(cls, chat_server.url, timeout=0.5) as extractor:
-        with pytest.raises(ExtractionFailed, match="within 0.5 s.*EXTRACTOR_TIMEOUT") as failed:
+        with pytest.raises(ExtractionFailed, match=r"within 0.5 s.*EXTRACTOR_TIMEOUT") as failed:
             extractor.extract("passage")
     assert failed.value.transient is True
     assert len(chat_server.requests) == 1
@@ -170,7 +170,7 @@ def test_a_reply_slower_than_the_timeout_fails_without_a_retry(chat_server: Chat
 def test_a_refused_request_is_not_retried_and_names_the_fix(chat_server: ChatServer) -> None:
     chat_server.script(Step(404, {"error": "model 'test-model' not found, try pulling it first"}))
     with _make(OllamaExtractor, chat_server.url) as extractor:
-        with pytest.raises(ExtractionFailed, match="HTTP 404.*not found.*_MODEL") as failed:
+        with pytest.raises(ExtractionFailed, match=r"HTTP 404.*not found.*_MODEL") as failed:
             extractor.extract("passage")
     assert failed.value.transient is False and len(chat_server.requests) == 1
 

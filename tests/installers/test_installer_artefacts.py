@@ -77,10 +77,10 @@ def test_run_daemon_cmd_is_crlf_bom_free_and_sets_every_variable() -> None:
     assert raw.endswith(b"\r\n")
     lines = raw.decode("utf-8").split("\r\n")
     assert "chcp 65001 >nul" in lines
-    assert lines.index("chcp 65001 >nul") < min(i for i, l in enumerate(lines) if l.startswith("set "))
+    assert lines.index("chcp 65001 >nul") < min(i for i, ln in enumerate(lines) if ln.startswith("set "))
     for name, value in spec.environment().items():
         assert f'set "{name}={value}"' in lines
-    run = next(l for l in lines if l.startswith(f'"{spec.python}"'))
+    run = next(ln for ln in lines if ln.startswith(f'"{spec.python}"'))
     assert '"-m" "velesmem" "--http"' in run
     assert "C:\\Users\\you\\AppData\\Local\\velesdb-memory\\logs\\daemon.log" in run
 

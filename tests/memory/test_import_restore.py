@@ -163,7 +163,7 @@ def test_an_edge_to_a_fact_neither_in_the_file_nor_stored_imports_nothing(
         _edge_line("two", "never written anywhere", "next"),
     ]) + "\n", encoding="utf-8")
     before = _export(dest, tmp_path / "before.jsonl", include_internal=True)
-    with pytest.raises(NotFound, match="line 5: .*neither a fact in the file nor a stored"):
+    with pytest.raises(NotFound, match=r"line 5: .*neither a fact in the file nor a stored"):
         _import(dest, file)
     assert _export(dest, tmp_path / "after.jsonl", include_internal=True) == before
     assert [line["id"] for line in before] == [kept.id]
@@ -231,7 +231,7 @@ def test_one_id_given_two_different_facts_is_refused(dest: MemoryService,
     file = tmp_path / "clash.jsonl"
     file.write_text(_fact_line("same id") + "\n" + _fact_line("same id", confidence=0.9) + "\n",
                     encoding="utf-8")
-    with pytest.raises(InvalidInput, match="clash.jsonl:2: id .* another fact on line 1"):
+    with pytest.raises(InvalidInput, match=r"clash.jsonl:2: id .* another fact on line 1"):
         _import(dest, file)
     assert dest.memory_status().memory == {"facts": 0, "edges": 0}
 

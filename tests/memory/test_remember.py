@@ -101,7 +101,7 @@ def test_links_create_edges_to_existing_targets(mem: MemoryService) -> None:
 
 def test_link_to_a_missing_target_is_not_found_and_stores_nothing(mem: MemoryService) -> None:
     before = snapshot(mem)
-    with pytest.raises(NotFound, match="links\\[0\\].target 12345"):
+    with pytest.raises(NotFound, match=r"links\[0\].target 12345"):
         mem.remember("orphan", links=[{"target": 12345, "relation": "r"}])
     assert snapshot(mem) == before
 

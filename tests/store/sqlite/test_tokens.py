@@ -63,7 +63,7 @@ def test_a_store_from_before_tokens_served_by_an_old_daemon_is_refused(tmp_path:
     held = StoreLock(tmp_path / "store")
     held.acquire()  # the old daemon
     try:
-        with pytest.raises(Internal, match="older than this velesmem.*restart the daemon"):
+        with pytest.raises(Internal, match=r"older than this velesmem.*restart the daemon"):
             open_tokens(tmp_path / "store", NOW)
     finally:
         held.release()

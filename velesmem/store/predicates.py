@@ -59,7 +59,8 @@ def intersect_selects(predicate: All, one: Callable[[Compare], tuple[str, tuple[
     intersected; None (no restriction) for TRUE."""
     if predicate.is_true:
         return None, ()
-    selects, params = [], []
+    selects: list[str] = []
+    params: list[Any] = []
     for part in predicate.parts:
         sql, p = one(part)
         selects.append(sql)

@@ -840,6 +840,7 @@ def open_postgres(settings: Settings, identity: Identity | None, now: float) -> 
                        "(docs/team.md)")
     location = redact(url)
     conn = connect(url)
+    serving: Space | None
     try:
         try:
             ensure_extension(conn, location)

@@ -123,6 +123,7 @@ def upsert_fact(store: PostgresStore, conn: Conn, w: FactWrite) -> Callable[[], 
         conn.execute(text.INDEX_SQL, {"content": w.content, "id": key})
         index_fact(conn, key, fresh=True)
         if embedded:
+            assert space is not None and w.vector is not None  # what ``embedded`` says
             spaces.put_vector(conn, space.id, key, w.vector)
     else:
         content, _, same_metadata = row
@@ -135,10 +136,12 @@ def upsert_fact(store: PostgresStore, conn: Conn, w: FactWrite) -> Callable[[], 
             conn.execute(text.UNINDEX_SQL, (key,))
             conn.execute(text.INDEX_SQL, {"content": w.content, "id": key})
             if embedded:
+                assert space is not None and w.vector is not None  # what ``embedded`` says
                 spaces.put_vector(conn, space.id, key, w.vector)
         if not same_metadata:
             index_fact(conn, key)
     if embedded and not store.provenance_recorded:
+        assert space is not None
         record_provenance(conn, space.identity.model, space.identity.dimension)
 
     def effect() -> None:

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -48,6 +48,9 @@ from velesmem.store.types import (
     TokenRecord,
     WarmProgress,
 )
+
+if TYPE_CHECKING:
+    from velesmem.store.sqlite.tokens import SqliteTokens
 
 DB_FILE = "memory.sqlite3"
 BUSY_TIMEOUT_MS = 10_000
@@ -153,7 +156,7 @@ class SqliteStore(ReadPart, SearchPart, MigrationPart, JobPart):
         self._journal_bytes = journal_bytes(conn) if self._journal_epoch else 0
         self.building_index: VectorIndex | None = None
         self._vector_sources: dict[int, StoredVectors] = {}
-        self._token_table: Any = None  # SqliteTokens, opened at first use
+        self._token_table: SqliteTokens | None = None  # opened at first use
 
     # --- opening -----------------------------------------------------------------------------
     @classmethod
@@ -169,6 +172,7 @@ class SqliteStore(ReadPart, SearchPart, MigrationPart, JobPart):
             log.info("store %s: the previous holder (pid %d) is gone; taking over", directory,
                      lock.stale_pid)
         conn: sqlite3.Connection | None = None
+        serving: Space | None
         try:
             try:
                 conn = connect(directory / DB_FILE)
@@ -327,7 +331,7 @@ class SqliteStore(ReadPart, SearchPart, MigrationPart, JobPart):
             self._lock.release()
 
     # --- bearer tokens: their own connection (velesmem.store.sqlite.tokens) -------------------
-    def _tokens(self) -> Any:
+    def _tokens(self) -> SqliteTokens:
         with self._readers_lock:
             if self._token_table is None:
                 if self._closed:

@@ -151,7 +151,8 @@ def _per_stem(conn: sqlite3.Connection, sql: str, stems: list[str]) -> list[tupl
 def postings(conn: sqlite3.Connection, stems: list[str]) -> Postings:
     """The postings of the ``stems`` some row holds, in one statement per 500 stems."""
     def read(conn: sqlite3.Connection) -> Postings:
-        return {stem: _parse(text) for stem, text in _per_stem(conn, _POSTINGS, stems)}
+        rows: list[tuple[str, str]] = _per_stem(conn, _POSTINGS, stems)
+        return {stem: _parse(text) for stem, text in rows}
     return _with_views(conn, read) if stems else {}
 
 

@@ -37,7 +37,8 @@ def _value(value: Any) -> Any:
 
 
 def _one(part: Compare) -> tuple[str, tuple[Any, ...]]:
-    where, params = "key = ? AND type = ?", (part.key, part.type)
+    where = "key = ? AND type = ?"
+    params: tuple[Any, ...] = (part.key, part.type)
     if part.op is not None:
         where, params = f"{where} AND value {part.op} ?", (*params, _value(part.value))
     return f"SELECT id FROM {meta_index.TABLE} WHERE {where}", params

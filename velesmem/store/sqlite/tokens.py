@@ -13,10 +13,13 @@ from __future__ import annotations
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from velesmem.errors import Internal, InvalidInput, StoreLocked
 from velesmem.store.types import TokenRecord
+
+T = TypeVar("T")
 
 TOKENS_VERSION = 7  # the schema migration that added auth_tokens (schema._v7_auth_tokens)
 _COLUMNS = "name, digest, created_at, revoked_at"
@@ -40,7 +43,7 @@ class SqliteTokens:
 
         return damaged(self._directory, exc)
 
-    def _run(self, write: bool, fn: Any) -> Any:
+    def _run(self, write: bool, fn: Callable[[sqlite3.Connection], T]) -> T:
         with self._lock:
             conn = self._conn
             if conn is None:

@@ -99,14 +99,16 @@ def upsert_fact(store: SqliteStore, conn: sqlite3.Connection,
         if row[0] != w.content:  # same id, other text: a hash collision; keep it coherent
             _fts_replace(conn, key, row[0], w.content)
     if new_vector and embedded:
+        assert space is not None and w.vector is not None  # what ``embedded`` says
         put_vector(conn, space.id, key, seq, w.vector.astype(np.float32).tobytes())
     index_fact(conn, key)
     if embedded and not store.provenance_recorded:
+        assert space is not None
         record_provenance(conn, space.identity.model, space.identity.dimension)
     if new_vector:  # only a new vector needs the migration's replay (edges are shared)
         store.journal_write(conn, key)
     index = store.index
-    vec = w.vector.reshape(1, -1) if embedded else None
+    vec = w.vector.reshape(1, -1) if embedded and w.vector is not None else None
     text_changed = row is not None and row[0] != w.content
 
     def effect() -> None:

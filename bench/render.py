@@ -224,15 +224,27 @@ def render(results: Path = RESULTS_DIR) -> str:
     return "\n".join(parts).rstrip() + "\n"
 
 
+def _read(target: Any, data: dict[str, Any]) -> tuple[str, bool, str] | None:
+    """A target's figure from its benchmark's results, or None when that run lacks the row."""
+    try:
+        return target.read(data)
+    except (KeyError, IndexError):
+        return None
+
+
 def targets_table(results: Path = RESULTS_DIR) -> str:
     """The README's table: every target of bench/targets.py, its current figure read from the
     results file of the benchmark that measures it, met or missed, and the same-run reference."""
     found = _results(results)
     rows = []
     for target in TARGETS:
-        if target.run in found:
-            value, met, reference = target.read(found[target.run])
+        figure = _read(target, found[target.run]) if target.run in found else None
+        if figure is not None:
+            value, met, reference = figure
             rows.append([target.says, value, "met" if met else "**missed**", reference,
+                         f"`{_command(found[target.run])}`"])
+        elif target.run in found:  # the run measured other sizes or cases than this target's
+            rows.append([target.says, "not in the committed run", "", "",
                          f"`{_command(found[target.run])}`"])
         else:
             rows.append([target.says, "not measured since figures moved to `bench/results/`", "",

@@ -98,3 +98,14 @@ def test_readme_benchmarks_section_holds_one_table_and_no_dated_sittings() -> No
     outside = section.split(begin, 1)[0] + section.split(end, 1)[1]
     assert not [line for line in outside.splitlines() if line.startswith("|")], "a second table"
     assert "sitting," not in section and "2026-" not in section
+
+
+def test_a_run_without_a_targets_row_is_shown_as_not_in_it(render: ModuleType, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "http_scale.json").write_text(json.dumps({
+        "command": "python3 bench/http_scale.py --sizes 1000", "machine": "a test box",
+        "rows": [{"facts": 1000, "recall_p50_ms": 4.0, "peak_rss_mib": 120.0}]}), encoding="utf-8")
+    rows = [line for line in render.targets_table(results).splitlines() if "bench/http_scale.py --sizes 1000" in line]
+    scale_targets = [t for t in render.TARGETS if t.run == "http_scale"]
+    assert len(rows) == len(scale_targets) and all("not in the committed run" in row for row in rows)

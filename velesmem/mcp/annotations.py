@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from mcp.types import ToolAnnotations
 
-READ = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True,
-                       openWorldHint=False)
-WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True,
-                        openWorldHint=False)
-DELETE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True,
-                         openWorldHint=False)
+READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+                       open_world_hint=False)
+WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                        open_world_hint=False)
+DELETE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
+                         open_world_hint=False)
 # A write whose repetition changes the outcome again (feedback moves confidence each time).
-CUMULATIVE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False,
-                             openWorldHint=False)
+CUMULATIVE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+                             open_world_hint=False)

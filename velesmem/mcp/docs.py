@@ -14,6 +14,7 @@ import asyncio
 import json
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -86,11 +87,11 @@ def render_markdown(tools: list[dict[str, Any]]) -> str:
 
 
 def _summary(tool: dict[str, Any]) -> str:
-    text = tool.get("description", "").strip()
+    text = str(tool.get("description", "")).strip()
     return text.split(". ")[0].rstrip(".") + "."
 
 
-def _rows(schema: dict[str, Any], prefix: str = ""):
+def _rows(schema: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, str, str, str, Any]]:
     required = set(schema.get("required", []))
     for name, prop in schema.get("properties", {}).items():
         path = f"{prefix}{name}"

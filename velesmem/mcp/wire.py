@@ -13,13 +13,14 @@ parameters with these, so all slots of the same kind share one tolerance by cons
 - ``Id`` advertises ``{"type": "string", "pattern": "^[0-9]+$"}``; takes a decimal string or a JSON
   number (u64, above 2**53 too); refuses whatever :func:`velesmem.ids.parse_id` refuses.
 - ``JsonObject`` advertises ``object``; also takes a string whose JSON is an object.
-- ``array_of(M)`` advertises ``array`` of M; also takes a string whose JSON is an array.
+- ``ArrayOf[M]`` advertises ``array`` of M; also takes a string whose JSON is an array
+  (``array_of(M)`` builds the same for an item type chosen at run time).
 - ``WireModel`` subclasses (nested objects) also take a string whose JSON is the object.
 - ``JsonScalar`` is deliberately untyped (a value compared type-strictly); passed through.
 - plain ``str`` advertises ``string`` and is never re-parsed as JSON.
 
 ``Opt*`` variants (``OptInteger``, ``OptNumber``, ``OptBoolean``, ``OptId``, ``OptObject``,
-``OptString``, ``opt_array_of(M)``) also take ``null`` as "absent" while still advertising the
+``OptString``, ``OptArrayOf[M]``) also take ``null`` as "absent" while still advertising the
 single non-null type. Use them with :func:`optional` (never with a ``= None`` default, which pydantic
 refuses next to the factory) so an omitted slot reads as ``None`` without ``"default": null``::
 
@@ -51,7 +52,8 @@ left is the one written here.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar, cast
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, GetJsonSchemaHandler, model_validator
 from pydantic_core import CoreSchema
@@ -63,12 +65,14 @@ from velesmem.ids import parse_id
 __all__ = [
     "ID_SCHEMA",
     "SCALAR_SCHEMA",
+    "ArrayOf",
     "Boolean",
     "Id",
     "Integer",
     "JsonObject",
     "JsonScalar",
     "Number",
+    "OptArrayOf",
     "OptBoolean",
     "OptId",
     "OptInteger",
@@ -159,19 +163,19 @@ def _is_bool(v: Any) -> bool:
     return isinstance(v, bool)
 
 
-def _integer(nullable: bool):
+def _integer(nullable: bool) -> Callable[[Any], Any]:
     return lambda v: _scalar(v, "an integer", _is_int, int, nullable)
 
 
-def _number(nullable: bool):
+def _number(nullable: bool) -> Callable[[Any], Any]:
     return lambda v: _scalar(v, "a number", _is_number, float, nullable)
 
 
-def _boolean(nullable: bool):
+def _boolean(nullable: bool) -> Callable[[Any], Any]:
     return lambda v: _scalar(v, "a boolean (true or false)", _is_bool, bool, nullable)
 
 
-def _id(nullable: bool):
+def _id(nullable: bool) -> Callable[[Any], Any]:
     def check(value: Any) -> Any:
         if value is None and nullable:
             return None
@@ -183,7 +187,7 @@ def _id(nullable: bool):
     return check
 
 
-def _container(kind: type, expected: str, nullable: bool):
+def _container(kind: type, expected: str, nullable: bool) -> Callable[[Any], Any]:
     def check(value: Any) -> Any:
         if value is None and nullable:
             return None
@@ -260,14 +264,23 @@ def _single_type(schema: dict[str, Any]) -> None:
         schema.update(rest[0])
 
 
+_Item = TypeVar("_Item")
+_ARRAY = BeforeValidator(_container(list, "an array", False))
+_OPT_ARRAY = BeforeValidator(_container(list, "an array", True))
+# ``ArrayOf[M]``: an array slot of M; its JSON-encoded string form is accepted too.
+ArrayOf = Annotated[list[_Item], _ARRAY]
+# ``OptArrayOf[M]``: like ``ArrayOf``, also taking ``null`` as absent; use with :func:`optional`.
+OptArrayOf = Annotated[list[_Item] | None, _OPT_ARRAY]
+
+
 def array_of(item: Any) -> Any:
-    """An array slot of ``item``; its JSON-encoded string form is accepted too."""
-    return Annotated[list[item], BeforeValidator(_container(list, "an array", False))]
+    """``ArrayOf[item]`` for an item type chosen at run time."""
+    return Annotated[list[item], _ARRAY]
 
 
 def opt_array_of(item: Any) -> Any:
-    """Like :func:`array_of`, also taking ``null`` as absent; use with :func:`optional`."""
-    return Annotated[list[item] | None, BeforeValidator(_container(list, "an array", True))]
+    """``OptArrayOf[item]`` for an item type chosen at run time."""
+    return Annotated[list[item] | None, _OPT_ARRAY]
 
 
 def _none() -> None:
@@ -280,7 +293,10 @@ def optional(description: str) -> FieldInfo:
     The default comes from a factory so the schema carries no ``"default": null``, and the
     ``null`` branch of ``X | None`` is removed: the slot advertises exactly one JSON type.
     """
-    return Field(default_factory=_none, description=description, json_schema_extra=_single_type)
+    # Field() is typed as returning its default's type (for use as a default value); at run time
+    # it is the FieldInfo this function hands out.
+    return cast(FieldInfo, Field(default_factory=_none, description=description,
+                                 json_schema_extra=_single_type))
 
 
 class WireModel(BaseModel):

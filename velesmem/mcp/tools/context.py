@@ -21,6 +21,8 @@ from velesmem.mcp.annotations import READ, WRITE
 from velesmem.mcp.app import AppContext
 from velesmem.mcp.results import tool_result
 from velesmem.mcp.wire import (
+    ArrayOf,
+    OptArrayOf,
     Id,
     Integer,
     OptBoolean,
@@ -30,8 +32,6 @@ from velesmem.mcp.wire import (
     OptObject,
     OptString,
     WireModel,
-    array_of,
-    opt_array_of,
     optional,
 )
 
@@ -85,7 +85,7 @@ class PricingWire(WireModel):
 class PolicyWire(WireModel):
     """Per-request policy overrides."""
 
-    disabled_rules: Annotated[opt_array_of(str), optional("Rule ids to switch off (e.g. retrieve.screenshot_superseded).")]
+    disabled_rules: Annotated[OptArrayOf[str], optional("Rule ids to switch off (e.g. retrieve.screenshot_superseded).")]
     ids_as_strings: Annotated[OptBoolean, optional("Every id field of the response as a decimal string (default false).")]
     normalize_log_timestamps: Annotated[OptBoolean, optional("Mask leading timestamps/counters when grouping kind=log lines (default false).")]
     importance: Annotated[ImportanceWire | None, optional("Blend for memories pulled by memory_scope.")]
@@ -105,7 +105,7 @@ class MemoryScopeWire(WireModel):
 
 
 Query = Annotated[str, Field(description="What the agent is working on; drives relevance.")]
-Fragments = Annotated[array_of(FragmentWire), Field(description=f"At most {limits.MAX_FRAGMENTS} fragments.")]
+Fragments = Annotated[ArrayOf[FragmentWire], Field(description=f"At most {limits.MAX_FRAGMENTS} fragments.")]
 Budget = Annotated[Integer, Field(description=f"Hard ceiling on the assembled content, in tokens (clamped to {limits.MAX_TOKEN_BUDGET}).")]
 Project = Annotated[OptString, optional("Project facet recorded in provenance and savings.")]
 TargetModel = Annotated[OptString, optional("Selects the policy.pricing row for cost insights.")]
@@ -153,7 +153,7 @@ class WorkingEntry(WireModel):
         return value
 
 
-Entries = Annotated[opt_array_of(WorkingEntry), optional("Entries: {text, fragment_id?, memory_id?, handle?}.")]
+Entries = Annotated[OptArrayOf[WorkingEntry], optional("Entries: {text, fragment_id?, memory_id?, handle?}.")]
 
 
 class WorkingWire(WireModel):

@@ -19,6 +19,8 @@ from velesmem.mcp.app import AppContext
 from velesmem.mcp.author import request_author
 from velesmem.mcp.results import Result, tool_result
 from velesmem.mcp.wire import (
+    ArrayOf,
+    OptArrayOf,
     Boolean,
     Id,
     Integer,
@@ -29,8 +31,6 @@ from velesmem.mcp.wire import (
     OptObject,
     OptString,
     WireModel,
-    array_of,
-    opt_array_of,
     optional,
 )
 
@@ -68,13 +68,13 @@ Relation = Annotated[str, _doc("Edge label, read as `from relation to` (caused_b
 
 Fact = Annotated[str, _doc(
     f"The text to store, at most {limits.MAX_EMBEDDABLE_TEXT_BYTES} bytes (refused, never truncated).")]
-Links = Annotated[opt_array_of(Link), optional("Typed edges created at write time: [{target, relation}].")]
+Links = Annotated[OptArrayOf[Link], optional("Typed edges created at write time: [{target, relation}].")]
 Metadata = Annotated[OptObject, optional(
     f"Free-form metadata for later filtering, at most {limits.MAX_METADATA_BYTES // limits.KIB} KiB "
     "serialized. _veles_date (YYYYMMDD) is stamped with today unless given.")]
 TtlSeconds = Annotated[OptInteger, optional(
     "Durable expiry in seconds. Omit for a permanent fact (or the server's VELESDB_MEMORY_DEFAULT_TTL).")]
-Filters = Annotated[array_of(Predicate), _doc(
+Filters = Annotated[ArrayOf[Predicate], _doc(
     "Typed predicates [{field, op, value}], op in eq, ne, lt, le, gt, ge; all ANDed.")]
 Hops = Annotated[Integer, _doc(
     f"Graph hops walked from the top vector hit (default {limits.DEFAULT_FUSED_HOPS}, "

@@ -65,7 +65,10 @@ def run(args: argparse.Namespace) -> int:
     from velesmem.memory.restore import restore
     from velesmem.runtime import Runtime
 
-    say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
     if args.max_line_bytes < 1:
         raise InvalidInput("--max-line-bytes must be a positive number of bytes")
     settings = Settings.from_env()

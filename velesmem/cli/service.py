@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,6 +13,7 @@ from velesmem.config import ENV_PREFIX
 from velesmem.service.options import add_daemon_options, add_summary_option, record
 
 if TYPE_CHECKING:
+    from velesmem.service.managers import Manager
     from velesmem.service.spec import DaemonSpec
 
 
@@ -178,7 +180,9 @@ def _render(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
     if args.python:
         spec = type(spec)(**{**spec.__dict__, "python": args.python})
-    manager = {MACOS: Launchd, WINDOWS: ScheduledTask, LINUX: Systemd}[system](host)
+    managers: dict[str, Callable[[Host], Manager]] = {MACOS: Launchd, WINDOWS: ScheduledTask,
+                                                      LINUX: Systemd}
+    manager = managers[system](host)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for path, data in manager.files(spec).items():

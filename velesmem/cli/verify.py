@@ -13,6 +13,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import numpy as np
+
+    from velesmem.config import Settings
+    from velesmem.store import Store
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -33,7 +42,10 @@ def run(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
     if args.path is not None:
         settings = settings.with_overrides(path=args.path.expanduser())
-    say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
     with offline_store(settings, writable=args.repair) as store:
         location = store.location  # a directory, or a database URL without its password
         problems = store.verify()
@@ -55,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
     return 1
 
 
-def _embedder_for(store, settings):  # type: ignore[no-untyped-def]
+def _embedder_for(store: Store,
+                  settings: Settings) -> Callable[[list[str]], np.ndarray] | None:
     """The serving space's own embedder (from its recorded identity, whatever
     VELESDB_MEMORY_EMBEDDER says: after a migration they differ), to re-embed missing vectors;
     None when it cannot run here."""

@@ -390,7 +390,8 @@ FALLBACK_NOTE = ("no service manager is reachable here (no systemd --user: a con
 
 def select_manager(host: Host, requested: str = "auto") -> Manager:
     """The manager for this OS, or the one named; Linux without systemd --user → background."""
-    classes = {"launchd": Launchd, "schtasks": ScheduledTask, "systemd": Systemd, "background": Background}
+    classes: dict[str, Callable[[Host], Manager]] = {
+        "launchd": Launchd, "schtasks": ScheduledTask, "systemd": Systemd, "background": Background}
     if requested != "auto":
         if requested not in classes:
             raise ServiceError(f"unknown service manager {requested!r}: one of auto, {', '.join(classes)}")

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from velesmem import limits
 from velesmem.context.media import png_bytes
+from velesmem.ids import fnv1a64
 from velesmem.mcp.annotations import READ, WRITE
 from velesmem.mcp.app import AppContext
 from velesmem.mcp.results import tool_result
@@ -302,8 +303,8 @@ EXAMPLES: dict[str, dict[str, Any]] = {
                            "project": "canary", "target_model": "gpt-4o", "policy": {"ids_as_strings": True},
                            "segmentation": {"format": "plain", "min_segment_bytes": 16, "cache_system_turn": True}},
     "explain_compilation": {"request": _EXAMPLE_REQUEST, "fragment_id": "1", "fragment_index": 0},
-    "retrieve_context_source": {"handle": "ctx://source/%d" % __import__("velesmem.ids", fromlist=["fnv1a64"]).fnv1a64(
-        b"The canary is green: 2% traffic, zero errors.")},
+    "retrieve_context_source": {"handle": "ctx://source/" + str(fnv1a64(
+        b"The canary is green: 2% traffic, zero errors."))},
     "context_savings": {"project": "canary"},
     "suggest_budget": {"target_model": "gpt-4o", "reserve_tokens": 1000},
     "save_working_context": {"project": "canary", "session": "s1",

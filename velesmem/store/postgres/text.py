@@ -189,4 +189,5 @@ def member(ids: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
     if not len(sorted_set):
         return np.zeros(len(ids), dtype=bool)
     pos = np.minimum(np.searchsorted(sorted_set, ids), len(sorted_set) - 1)
-    return sorted_set[pos] == ids
+    mask: np.ndarray = sorted_set[pos] == ids
+    return mask

@@ -86,12 +86,12 @@ def bounded_stems(conn: sqlite3.Connection, terms: list[str], stats: TermStats |
                     if (cached := df_cache.get(stem)) is None
                     or seq - cached[1] > DF_REFRESH_WRITES})
     if stale:
-        found, over = bm25.postings_up_to(conn, stale, BM25_POSTINGS_BUDGET)
+        fetched, over = bm25.postings_up_to(conn, stale, BM25_POSTINGS_BUDGET)
         if postings is not None:
-            postings.update(found)
+            postings.update(fetched)
         counted = bm25.doc_frequencies(conn, over)
         for stem in stale:
-            df_cache[stem] = (len(found[stem][0]) if stem in found else counted.get(stem, 0),
+            df_cache[stem] = (len(fetched[stem][0]) if stem in fetched else counted.get(stem, 0),
                               seq)
     costs = []
     for n, term in enumerate(terms):
@@ -181,4 +181,5 @@ def member(ids: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
     if not len(sorted_set):
         return np.zeros(len(ids), dtype=bool)
     pos = np.minimum(np.searchsorted(sorted_set, ids), len(sorted_set) - 1)
-    return sorted_set[pos] == ids
+    mask: np.ndarray = sorted_set[pos] == ids
+    return mask

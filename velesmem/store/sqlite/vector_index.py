@@ -124,7 +124,8 @@ def decode(index: faiss.IndexIDMap, rows: np.ndarray) -> np.ndarray:
     if len(rows) == 0:
         return np.zeros((0, storage.d), dtype=np.float32)
     codes = faiss.rev_swig_ptr(storage.codes.data(), storage.ntotal * storage.code_size)
-    return storage.sa_decode(codes.reshape(storage.ntotal, storage.code_size)[rows])
+    decoded: np.ndarray = storage.sa_decode(codes.reshape(storage.ntotal, storage.code_size)[rows])
+    return decoded
 
 
 class ExactSource(Protocol):
@@ -154,8 +155,10 @@ class VectorIndex(PendingPart, RebuildPart, SearchPart):
         self.watermark = watermark  # highest SQLite ``seq`` reflected in the index
         self.lock = RWLock()
         self._index = index if index is not None else new_faiss(dimension)
-        self._memory = MemoryVectors(dimension) if source is None else None
-        self.source: ExactSource = self._memory if source is None else source
+        self._memory: MemoryVectors | None = None
+        if source is None:
+            source = self._memory = MemoryVectors(dimension)
+        self.source: ExactSource = source
         ids = faiss.vector_to_array(self._index.id_map).astype(np.int64)
         self._n = len(ids)
         self._max_norm = self._stored_max_norm()  # bounds the float16 error of a score
@@ -360,7 +363,8 @@ def near_top(ids: np.ndarray, approx: np.ndarray, n: int, bound: float) -> np.nd
     if len(ids) <= n:
         return ids
     nth = np.partition(approx, len(approx) - n)[len(approx) - n]
-    return ids[approx >= nth - 2 * bound]
+    kept: np.ndarray = ids[approx >= nth - 2 * bound]
+    return kept
 
 
 def top_n(sims: np.ndarray, ids: np.ndarray, n: int) -> list[tuple[int, float]]:

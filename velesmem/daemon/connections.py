@@ -136,7 +136,7 @@ class _Guarded:
         self._draining = False
         self._drained = 0
         self.waiting_since = self.loop.time()  # accepted: a request is on its way
-        table.accepted(self)  # type: ignore[arg-type]
+        table.accepted(self)
 
     def _phase(self) -> Phase:
         raise NotImplementedError
@@ -146,19 +146,19 @@ class _Guarded:
         return False
 
     # --- uvicorn protocol hooks --------------------------------------------------------------
-    def connection_made(self, transport: asyncio.Transport) -> None:
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)  # type: ignore[misc]
-        if not self.table.admit(self):  # type: ignore[arg-type]
+        if not self.table.admit(self):
             log.warning("refused a connection: %d connections are open and all busy "
                         "(VELESDB_MEMORY_HTTP_MAX_CONNECTIONS)", self.policy.max_connections)
-            transport.abort()
+            self.transport.abort()  # the transport just made, kept by uvicorn's hook above
             return
         self._await_request()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
         self.waiting_since = None
-        self.table.discard(self)  # type: ignore[arg-type]
+        self.table.discard(self)
         super().connection_lost(exc)  # type: ignore[misc]
 
     def data_received(self, data: bytes) -> None:
@@ -233,7 +233,7 @@ class _Guarded:
         """Close at once: a client that missed its deadline (or lost its slot) gets no goodbye."""
         self._disarm()
         self.waiting_since = None
-        self.table.discard(self)  # type: ignore[arg-type]
+        self.table.discard(self)
         self.transport.abort()
 
 

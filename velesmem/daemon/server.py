@@ -23,11 +23,12 @@ import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any, cast
 
 import uvicorn
 from sse_starlette.sse import AppStatus
 from starlette.applications import Starlette
-from uvicorn.server import STARTUP_FAILURE
+from uvicorn.config import STARTUP_FAILURE
 
 from velesmem import limits
 from velesmem.daemon.app import McpHandle
@@ -101,10 +102,11 @@ class _DaemonServer(uvicorn.Server):
         guarded = guarded_protocol(self.table.policy.protocol)
 
         def protocol() -> asyncio.Protocol:
-            return guarded(config=self.config, server_state=self.server_state,
-                                      app_state=self.lifespan.state, table=self.table)
+            # The guarded classes mix _Guarded into uvicorn's asyncio.Protocol subclasses.
+            return cast(asyncio.Protocol, guarded(config=self.config, server_state=self.server_state,
+                                                  app_state=self.lifespan.state, table=self.table))
 
-        tls_options = {} if self.tls is None else {
+        tls_options: dict[str, Any] = {} if self.tls is None else {
             "ssl": self.tls.context, "ssl_handshake_timeout": timeout_s,
             "ssl_shutdown_timeout": float(limits.HTTP_TLS_SHUTDOWN_SECONDS),
         }
@@ -199,7 +201,7 @@ def run_app(
     )
     # sse-starlette ends every SSE response as soon as uvicorn sees the signal — the answers of the
     # calls in flight included (legacy clients get them as SSE). The drain above decides instead.
-    AppStatus.disable_automatic_graceful_drain()
+    AppStatus.disable_automatic_graceful_drain()  # type: ignore[no-untyped-call]  # sse-starlette has no annotation
     server = _DaemonServer(config, handle, ConnectionTable(policy), tls)
     server.run(sockets=[sock])
     if not server.started:

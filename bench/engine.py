@@ -66,7 +66,7 @@ def remember_all(svc: MemoryService, facts: list[str], callers: int) -> float:
         try:
             for fact in chunk:
                 svc.remember(fact)
-        except BaseException as exc:  # surfaced after join
+        except BaseException as exc:  # noqa: BLE001 — surfaced after join
             errors.append(exc)
 
     threads = [threading.Thread(target=work, args=(c,)) for c in chunks]

@@ -52,7 +52,7 @@ def fill(svc: MemoryService, facts: list[str]) -> float:
         try:
             for i in range(start, len(facts), CALLERS):
                 svc.remember(facts[i], metadata=metadata(i))
-        except BaseException as exc:  # surfaced after join
+        except BaseException as exc:  # noqa: BLE001 — surfaced after join
             errors.append(exc)
 
     threads = [threading.Thread(target=work, args=(c,)) for c in range(CALLERS)]

@@ -160,7 +160,7 @@ def part_scale(server: Server, root: Path, n: int, n_queries: int) -> dict:
             try:
                 for i in range(start, n, CALLERS):
                     mem.remember(facts[i], metadata=metadata(i))
-            except BaseException as exc:  # surfaced after join
+            except BaseException as exc:  # noqa: BLE001 — surfaced after join
                 errors.append(exc)
 
         t0 = time.perf_counter()
@@ -205,11 +205,11 @@ def part_scale(server: Server, root: Path, n: int, n_queries: int) -> dict:
             sub_m, sub_k = matrix[mask], keys[mask]
             allowed = store.matching(predicate)
             assert len(allowed) == int(mask.sum()), (label, kind)
-            ms = timed(lambda q: ranker.rank(q, 10, predicate, now), queries)
+            ms = timed(lambda q, predicate=predicate: ranker.rank(q, 10, predicate, now), queries)
             got = [[i for i, _ in store.vector_search(qv, 10, allowed)] for qv in qvecs]
             filtered.append({"selectivity": label, "kind": kind, "matching": int(mask.sum()),
                              "hybrid_p50_ms": median(ms), "hybrid_p99_ms": percentile(ms, 99),
-                             "recall_at_10": recall_at_10(got, lambda qv: (sub_m @ qv, sub_k),
+                             "recall_at_10": recall_at_10(got, lambda qv, m=sub_m, k=sub_k: (m @ qv, k),
                                                           qvecs)})
         pool.shutdown()
         row["filtered"] = filtered
@@ -251,7 +251,8 @@ class Daemon:
         self.log = home / "daemon.log"
         self.proc = subprocess.Popen([sys.executable, "-m", "velesmem", "--http"], cwd=CHECKOUT,
                                      env=env,
-                                     stdout=open(self.log, "wb"), stderr=subprocess.STDOUT,
+                                     stdout=open(self.log, "wb"),  # noqa: SIM115 — the daemon's for its life
+                                     stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL)
         self.ca = home / "tls" / "ca-cert.pem"
         base = f"https://127.0.0.1:{port}"

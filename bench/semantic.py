@@ -44,7 +44,7 @@ def start_daemon(root: Path, **extra: str) -> tuple[subprocess.Popen[bytes], str
             "VELESDB_MEMORY_HTTP_BIND": f"127.0.0.1:{port}", "HOME": str(root),
             "VELESDB_MEMORY_AUTOGRAPH": "off", **extra}
     started = time.perf_counter()
-    log = open(root / "daemon.log", "wb")
+    log = open(root / "daemon.log", "wb")  # noqa: SIM115 — the daemon's stdout for its life
     proc = subprocess.Popen([sys.executable, "-m", "velesmem", "--http"], cwd=CHECKOUT,
                             env=env, stdout=log,
                             stderr=subprocess.STDOUT)
@@ -165,7 +165,7 @@ def migration(facts: int, budget_ms: int) -> dict[str, float]:
                     await asyncio.sleep(0.1)
 
         async def run() -> dict:
-            while health(base, ca) is None:
+            while health(base, ca) is None:  # noqa: ASYNC110 — polls the daemon over HTTPS
                 await asyncio.sleep(0.05)
             writers = [asyncio.create_task(writer(n)) for n in range(4)]
             began = time.perf_counter()

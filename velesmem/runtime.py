@@ -505,7 +505,9 @@ class Runtime:
             self._leave()
 
     async def _admit(self) -> None:
-        while self._paused.is_set():  # a cutover holds requests for at most its budget
+        # A cutover holds requests for at most its budget; _paused is a threading.Event (set by
+        # the migration's thread), so the loop polls it rather than awaiting an asyncio.Event.
+        while self._paused.is_set():  # noqa: ASYNC110
             await asyncio.sleep(0.002)
         with self._inflight_cv:
             self._inflight += 1

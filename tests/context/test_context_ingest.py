@@ -137,7 +137,7 @@ def run_with_deadline(fn: Callable[[], Any], release: Callable[[], None], deadli
     def target() -> None:
         try:
             outcome["value"] = fn()
-        except BaseException as exc:  # handed back to the test thread
+        except BaseException as exc:  # noqa: BLE001 — handed back to the test thread
             outcome["error"] = exc
 
     worker = threading.Thread(target=target, daemon=True)

@@ -150,7 +150,7 @@ async def test_server_advertises_only_the_tools_it_serves(shared_daemon: Daemon)
 
 def test_foreign_host_is_misdirected(shared_daemon: Daemon) -> None:
     ctx = shared_daemon.ssl_context()
-    for host in ("evil.example:%d" % shared_daemon.port, "127.0.0.1:1", "localhost"):
+    for host in (f"evil.example:{shared_daemon.port}", "127.0.0.1:1", "localhost"):
         r = httpx.post(shared_daemon.url, verify=ctx, headers={"Host": host}, json={})
         assert r.status_code == 421, host
     for host in ("127.0.0.1", "localhost", "[::1]"):

@@ -139,7 +139,7 @@ def test_without_root_system_trust_fails_with_a_clear_error_and_changes_nothing(
                 os.setgroups([])
                 os.setgid(NOBODY)
                 os.setuid(NOBODY)
-                err_file = tempfile.TemporaryFile(mode="w+")
+                err_file = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 — stderr until exit
                 sys.stderr = err_file
                 code = main(["trust-ca", "--system", "--tls-dir", str(scratch), "--port", "1"])
                 err_file.seek(0)

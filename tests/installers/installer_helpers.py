@@ -75,7 +75,7 @@ def start_daemon(root: Path) -> RunningDaemon:
     port = free_port()
     env = clean_env(root / "home", VELESDB_MEMORY_PATH=str(root / "store"),
                     VELESDB_MEMORY_TLS_DIR=str(root / "tls"))
-    log = open(root / "daemon.log", "wb")
+    log = open(root / "daemon.log", "wb")  # noqa: SIM115 — the daemon's stdout for its life
     proc = subprocess.Popen([sys.executable, "-m", "velesmem", "--http", "--http-port", str(port)],
                             env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     log.close()

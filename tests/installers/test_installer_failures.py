@@ -99,4 +99,4 @@ def test_the_shell_installer_knows_the_same_embedders_as_velesmem() -> None:
     validate = re.search(r"\[ValidateSet\(([^)]*)\)\]\s*\[string\]\$Embedder", ps1)
     assert validate is not None
     assert tuple(name.strip().strip("'\"") for name in validate.group(1).split(",") if name.strip()) \
-        == ("",) + EMBEDDERS  # "" is "not given"
+        == ("", *EMBEDDERS)  # "" is "not given"

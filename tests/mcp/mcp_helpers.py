@@ -77,9 +77,9 @@ def _walk(tool: str, schema: dict[str, Any], keys: tuple[str | None, ...]) -> It
         if prop.get("type") == "object" and "properties" in prop:
             yield from _walk(tool, prop, here)
         items = prop.get("items")
-        if prop.get("type") == "array" and isinstance(items, dict):
-            if items.get("type") == "object" and "properties" in items:
-                yield from _walk(tool, items, (*here, None))
+        if (prop.get("type") == "array" and isinstance(items, dict)
+                and items.get("type") == "object" and "properties" in items):
+            yield from _walk(tool, items, (*here, None))
 
 
 def is_id_name(name: str) -> bool:
@@ -102,9 +102,9 @@ def missing_twins(value: Any, where: str = "$") -> list[str]:
             numeric_id = isinstance(item, int) and not isinstance(item, bool)
             if numeric_id and is_id_name(key) and value.get(f"{key}_str") != str(item):
                 problems.append(f"{where}.{key}={item} has no {key}_str twin equal to {str(item)!r}")
-            if isinstance(item, list) and is_ids_name(key) and any(isinstance(i, int) for i in item):
-                if value.get(f"{key}_str") != [str(i) for i in item]:
-                    problems.append(f"{where}.{key} has no {key}_str twin")
+            if (isinstance(item, list) and is_ids_name(key) and any(isinstance(i, int) for i in item)
+                    and value.get(f"{key}_str") != [str(i) for i in item]):
+                problems.append(f"{where}.{key} has no {key}_str twin")
             problems += missing_twins(item, f"{where}.{key}")
     elif isinstance(value, list):
         for index, item in enumerate(value):

@@ -211,7 +211,7 @@ def test_concurrent_reads_writes_and_forgets_stay_consistent(mem: MemoryService,
     def guard(fn, *args) -> None:
         try:
             fn(*args)
-        except BaseException as exc:  # surfaced below
+        except BaseException as exc:  # noqa: BLE001 — surfaced below
             errors.append(exc)
 
     def writer(t: int) -> None:

@@ -134,7 +134,8 @@ class _DaemonServer(uvicorn.Server):
         # get a short quiet spell to have it refused in words, counted from the signal, so clients
         # that reconnect (to the 503) again and again cannot hold the exit.
         quiet_until = began + limits.HTTP_DRAIN_QUIET_SECONDS
-        while loop.time() < deadline and (drain.in_flight or (
+        # Polled: the condition mixes a deadline, a counter and the connection table (no one event).
+        while loop.time() < deadline and (drain.in_flight or (  # noqa: ASYNC110
             loop.time() < quiet_until and not self.table.settled(loop.time() - limits.HTTP_DRAIN_QUIET_SECONDS)
         )):
             await asyncio.sleep(POLL_S)

@@ -21,10 +21,21 @@ def child_env() -> dict[str, str]:
 
 @pytest.fixture
 def spawn(child_env: dict[str, str]):
-    """Start ``python -c code`` with the repo importable; stdout/stderr piped, text mode."""
+    """Start ``python -c code`` with the repo importable; stdout/stderr piped, text mode. After
+    the test each child is killed if still running, reaped, and its pipes closed."""
+    started: list[subprocess.Popen] = []
 
     def start(code: str, *args: str, **kw) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, "-c", code, *args], env=child_env, text=True,
+        proc = subprocess.Popen([sys.executable, "-c", code, *args], env=child_env, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+        started.append(proc)
+        return proc
 
-    return start
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()

@@ -4,7 +4,8 @@
 full the fact is dropped and counted, never waited for). The Runtime's worker takes facts in
 order and links each one: in ``identifiers`` mode to a hub per identifier it mentions (ticket
 keys, PR/issue numbers, commits, URLs, paths, symbols, handles, named versions — see
-``identifiers``), leaving out identifiers so common that their idf is below the floor; in
+``identifiers``) and per entity name (multiword proper names, known technologies — see
+``names``), leaving out identifiers so common that their idf is below the floor; in
 ``extractor`` mode also to the topics a remote model reads in it. Two facts that mention the
 same identifier then meet through its hub, so ``why`` walks from a decision to the ticket its PR
 fixed with nobody calling ``relate``.
@@ -21,12 +22,20 @@ from velesmem import limits
 from velesmem.errors import VelesmemError
 from velesmem.extract import AUTOGRAPH_EXTRACTOR, AUTOGRAPH_OFF, Extractor
 from velesmem.extract.graph import hub_key, identifier_graph, topics_graph
-from velesmem.extract.identifiers import find_identifiers, hub_worthy
+from velesmem.extract.identifiers import Identifier, find_identifiers, hub_worthy
+from velesmem.extract.names import find_names
 from velesmem.store import FactStore, GraphWrite, HubWrite
 
 TOTAL_REFRESH = 256  # facts linked between two re-counts of the store's facts
 BATCH = 32  # queued facts linked by one store write
 log = logging.getLogger(__name__)
+
+
+def find_entities(content: str) -> list[Identifier]:
+    """A fact's identifiers, then the entity names (people, technologies) not already among them."""
+    found = find_identifiers(content)
+    seen = {i.canonical for i in found}
+    return found + [n for n in find_names(content) if n.canonical not in seen]
 
 
 class Autograph:
@@ -127,7 +136,7 @@ class Autograph:
         edges: list[tuple[int, int, str]] = []
         for key, content in facts:
             graphs: list[GraphWrite] = []
-            found = find_identifiers(content)
+            found = find_entities(content)
             if found:
                 df = {i.canonical: self._degree_of(hub_key(i.canonical)) for i in found}
                 worthy = hub_worthy(found, df, self._store_size(now))

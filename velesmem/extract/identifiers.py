@@ -446,13 +446,15 @@ def find_identifiers(text: str) -> list[Identifier]:
 
 
 def identifier_hub_name(name: str) -> str | None:
-    """The hub name of ``name`` when the whole of it is one identifier (``ADR-014`` → ``adr-14``),
-    so a lookup by the spelling a fact used finds the hub its identifier was filed under."""
+    """The hub name of ``name`` when the whole of it is one identifier (``ADR-014`` → ``adr-14``)
+    or one entity name (``Postgres`` → ``postgresql``), so a lookup by the spelling a fact used finds the hub its identifier was filed under."""
     text = name.strip()
     found = find_identifiers(text)
     if len(found) == 1 and found[0].surface == text:
         return found[0].canonical
-    return None
+    from velesmem.extract.names import name_hub_name  # names builds on this module
+
+    return name_hub_name(text)
 
 
 # --- the idf floor ------------------------------------------------------------------------

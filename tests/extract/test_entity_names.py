@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+import string
 from pathlib import Path
 
 import pytest
@@ -89,3 +91,12 @@ def test_why_links_facts_that_share_only_a_person_and_a_service(tmp_path: Path) 
         assert relations[(owner.id, rotation.id)] == "via vault"
         assert m.entity("Vault").found and m.entity("Kenji Sato").found
         assert m.entity("Postgres").found is False
+
+
+def test_the_finder_never_raises_and_is_deterministic_on_arbitrary_text() -> None:
+    rng = random.Random(26)
+    alphabet = string.printable + "’•éÅ\u2028"
+    for _ in range(500):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 120)))
+        assert find_names(text) == find_names(text)
+    assert find_names("Aa " * 20000) == []  # one long capitalised run: a heading, no hub

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "velesmem"
-SERVICES = ("memory", "context", "extract", "migration")
+SERVICES = ("memory", "context", "extract", "migration", "consolidate")
 SQL = re.compile(r"\b(SELECT\b.+\bFROM|INSERT\s+(OR\s+\w+\s+)?INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|"
                  r"CREATE\s+(TABLE|INDEX|VIRTUAL)|DROP\s+TABLE|PRAGMA\s+\w+)\b", re.I | re.S)
 EXECUTE = {"execute", "executemany", "executescript"}

@@ -194,3 +194,9 @@ BLAS_THREADS = 1
 # (in-process at 5k facts: 1.36-1.41 vs 1.31-1.38 ms serial, +25 % CPU; at 40k: 2.01-2.10 vs
 # 2.43-2.45 ms).
 PARALLEL_SEARCH_MIN_FACTS = 16_384
+
+# Consolidation (velesdb-memory consolidate): superseded versions older than this many days are
+# archived; at most this many runs may be journaled and not yet committed at once.
+DEFAULT_ARCHIVE_AFTER_DAYS = 30.0
+MAX_PENDING_CONSOLIDATIONS = 4
+MAX_ARCHIVE_EDGE_SCAN = 256  # out-edges read per recalled fact to see whether it is archived

@@ -62,6 +62,7 @@ from velesmem.store import (
 )
 from velesmem.store.predicates import All
 
+ARCHIVED_RELATION = "consolidated_into"  # velesmem.consolidate's archive edge
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -400,10 +401,16 @@ class MemoryService:
         out = []
         for r in ranked:
             fact = rows.get(r.id)
-            if fact is not None:
+            if fact is not None and not self._archived(r.id, now):
                 out.append(Memory(to_u64(r.id), float(r.cosine), fact.content,
                                   validate.visible_metadata(fact.metadata)))
         return out
+
+    def _archived(self, key: int, now: float) -> bool:
+        """Whether a consolidation run archived ``key`` (an edge ``consolidated_into`` leaves
+        it): archived facts leave recall but stay in export, list_memories, why and by id."""
+        return any(rel == ARCHIVED_RELATION
+                   for _, rel in self.store.out_edges(key, now, limits.MAX_ARCHIVE_EDGE_SCAN))
 
     # --- audit -------------------------------------------------------------------------------
     def list_memories(self, cursor: Any = None, limit: int = limits.DEFAULT_LIST_LIMIT,

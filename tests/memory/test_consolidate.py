@@ -1,0 +1,180 @@
+"""Consolidation: preview changes nothing; apply archives duplicate groups into their newest
+member and old superseded versions into their successor, in one journaled transaction; archived
+facts leave recall but stay by id, in export and in why; undo restores exactly."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.support.clock import Clock
+from velesmem.cli import main
+from velesmem.consolidate import ConsolidationService
+from velesmem.errors import InvalidInput, NotFound
+from velesmem.ids import to_i64
+from velesmem.memory import MemoryService
+from velesmem.memory.export import export_store
+
+DAY = 86_400.0
+
+
+def _service(mem: MemoryService, clock: Clock) -> ConsolidationService:
+    return ConsolidationService(mem.store, clock)
+
+
+def _ids(result: object) -> list[int]:
+    return [m.id for m in result.memories]  # type: ignore[attr-defined]
+
+
+def _edges(mem: MemoryService) -> set[tuple[int, int, str]]:
+    return {(e.src, e.dst, e.relation) for e in mem.store.export(mem.now(), include_internal=False)
+            if hasattr(e, "relation")}
+
+
+def _dup_group(mem: MemoryService, clock: Clock) -> tuple[int, int, int]:
+    a = mem.remember("The rate limiter allows 600 requests per minute per key").id
+    clock.advance(10)
+    b = mem.remember("Rate limiter: limited to 600 requests each minute for every key, per API key").id
+    clock.advance(10)
+    c = mem.remember("600 requests a minute per key is the rate limit").id
+    mem.relate(b, a, "duplicate_of")
+    mem.relate(c, a, "duplicate_of")
+    return a, b, c
+
+
+def test_preview_lists_the_duplicate_merge_and_changes_nothing(mem: MemoryService,
+                                                              clock: Clock) -> None:
+    a, b, c = _dup_group(mem, clock)
+    before = _edges(mem)
+    report = _service(mem, clock).preview()
+    assert report.run is None and not report.applied
+    assert {(ch.src, ch.dst, ch.reason) for ch in report.changes} == {
+        (to_i64(a), to_i64(c), "duplicate"), (to_i64(b), to_i64(c), "duplicate")}
+    assert _edges(mem) == before
+
+
+def test_apply_archives_members_into_the_newest_and_recall_returns_one(mem: MemoryService,
+                                                                      clock: Clock) -> None:
+    a, b, c = _dup_group(mem, clock)
+    assert len(_ids(mem.recall("rate limiter requests per minute", k=5))) == 3
+    report = _service(mem, clock).apply()
+    assert report.applied and report.run is not None
+    assert _ids(mem.recall("rate limiter requests per minute", k=5)) == [c]
+    edges = _edges(mem)
+    assert (to_i64(a), to_i64(c), "consolidated_into") in edges
+    assert (to_i64(b), to_i64(c), "consolidated_into") in edges
+    # nothing deleted: by id, in list_memories, in why
+    assert set(mem.store.facts([to_i64(a), to_i64(b), to_i64(c)], mem.now())) == {
+        to_i64(a), to_i64(b), to_i64(c)}
+    assert {m.id for m in mem.list_memories().memories} == {a, b, c}
+    why = mem.why("The rate limiter allows 600 requests per minute per key", max_hops=1)
+    assert (why.nodes[0].id, why.nodes[0].hop) == (a, 0)  # an archived fact still seeds why
+    assert (a, c, "consolidated_into") in {(e.from_, e.to, e.relation) for e in why.edges}
+    # a second run finds nothing more to do
+    assert _service(mem, clock).preview().changes == ()
+
+
+def test_archived_facts_stay_in_export(mem: MemoryService, clock: Clock,
+                                       tmp_path: Path) -> None:
+    a, b, c = _dup_group(mem, clock)
+    _service(mem, clock).apply()
+    out = tmp_path / "export.jsonl"
+    export_store(mem.store, out, include_internal=False, now=mem.now())
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {int(x["id"]) for x in lines if x["type"] == "fact"} >= {a, b, c}
+
+
+def test_undo_restores_exactly_and_is_idempotent(mem: MemoryService, clock: Clock) -> None:
+    a, b, c = _dup_group(mem, clock)
+    before = _edges(mem)
+    service = _service(mem, clock)
+    run = service.apply().run
+    assert run is not None
+    undone = service.undo(run)
+    assert undone.undone and len(undone.changes) == 2
+    assert _edges(mem) == before
+    assert sorted(_ids(mem.recall("rate limiter requests per minute", k=5))) == sorted([a, b, c])
+    assert mem.store.get_job(run).result["undone"] is True  # type: ignore[union-attr]
+    assert service.undo(run).undone
+    assert _edges(mem) == before
+
+
+def test_undo_of_an_unknown_run_is_not_found(mem: MemoryService, clock: Clock) -> None:
+    with pytest.raises(NotFound):
+        _service(mem, clock).undo("consolidate-0000000000000000")
+
+
+def test_superseded_versions_are_archived_only_past_the_age(mem: MemoryService,
+                                                            clock: Clock) -> None:
+    old = mem.remember("The API rate limit is 600 requests per minute").id
+    clock.advance(5 * DAY)
+    new = mem.remember("Since December the API rate limit is 900 requests per minute").id
+    mem.relate(new, old, "supersedes")
+    service = _service(mem, clock)
+    assert service.preview(archive_after_days=30).changes == ()
+    clock.advance(30 * DAY)
+    report = service.apply(archive_after_days=30)
+    assert [(ch.src, ch.dst, ch.reason) for ch in report.changes] == [
+        (to_i64(old), to_i64(new), "superseded")]
+    assert _ids(mem.recall("API rate limit requests per minute", k=5)) == [new]
+
+
+def test_applying_a_stale_preview_changes_nothing(mem: MemoryService, clock: Clock) -> None:
+    """A previewed run naming a fact forgotten since is refused whole: no edge, no journal."""
+    a, b, c = _dup_group(mem, clock)
+    service = _service(mem, clock)
+    preview = service.preview()
+    mem.forget(b)
+    before = _edges(mem)
+    with pytest.raises(NotFound, match="preview again"):
+        service.apply(previewed=preview)
+    assert _edges(mem) == before
+    assert service.runs() == []
+    applied = service.apply()
+    assert [(ch.src, ch.dst) for ch in applied.changes] == [(to_i64(a), to_i64(c))]
+
+
+def test_a_run_not_committed_cannot_be_undone(mem: MemoryService, clock: Clock) -> None:
+    """The journal entry is created before the one write that applies the run; if the process
+    dies in between, the run stays "accepted" with nothing applied, and undo refuses it."""
+    from velesmem.store.types import Job
+
+    mem.store.create_job(Job("consolidate-deadbeefdeadbeef", "consolidate", "accepted", "x",
+                             mem.now(), mem.now(), payload={"changes": []}), max_pending=4).result()
+    with pytest.raises(InvalidInput, match="did not apply"):
+        _service(mem, clock).undo("consolidate-deadbeefdeadbeef")
+
+
+@pytest.fixture
+def cli_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for key in [k for k in os.environ if k.startswith("VELESDB_MEMORY_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("VELESDB_MEMORY_PATH", str(tmp_path / "store"))
+    monkeypatch.setenv("VELESDB_MEMORY_EMBEDDER", "hash")
+    return tmp_path / "store"
+
+
+def test_cli_previews_applies_and_undoes(cli_store: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    import velesmem
+
+    with velesmem.open() as runtime:
+        m = runtime.memory
+        a = m.remember("deploys happen on Tuesdays").id
+        b = m.remember("we deploy every Tuesday, never on Fridays").id
+        m.relate(a, b, "duplicate_of")
+    assert main(["consolidate"]) == 0
+    preview = json.loads(capsys.readouterr().out)
+    assert preview["run"] is None and len(preview["changes"]) == 1
+    assert main(["consolidate", "--apply"]) == 0
+    applied = json.loads(capsys.readouterr().out)
+    assert applied["applied"] and applied["changes"] == preview["changes"]
+    assert main(["consolidate", "--undo", applied["run"]]) == 0
+    assert json.loads(capsys.readouterr().out)["undone"] is True
+    assert main(["consolidate"]) == 0
+    assert json.loads(capsys.readouterr().out)["changes"] == preview["changes"]

@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     days = limits.DEFAULT_ARCHIVE_AFTER_DAYS if args.archive_after_days is None \
         else args.archive_after_days
     with velesmem.open() as runtime:
-        service = ConsolidationService(runtime.memory.store, time.time)
+        service = ConsolidationService(runtime.store, time.time)
         if args.undo is not None:
             report = service.undo(args.undo)
         elif args.apply:

@@ -178,3 +178,14 @@ def test_cli_previews_applies_and_undoes(cli_store: Path,
     assert json.loads(capsys.readouterr().out)["undone"] is True
     assert main(["consolidate"]) == 0
     assert json.loads(capsys.readouterr().out)["changes"] == preview["changes"]
+
+
+def test_recall_still_returns_k_results_when_archived_facts_rank_first(mem: MemoryService,
+                                                                      clock: Clock) -> None:
+    a, b, c = _dup_group(mem, clock)
+    other = mem.remember("The billing service limits exports to 10 per hour").id
+    _service(mem, clock).apply()
+    got = _ids(mem.recall("rate limiter 600 requests per minute per key", k=2))
+    assert got == [c, other]
+    where = _ids(mem.recall_where("rate limiter 600 requests per minute per key", [], k=2))
+    assert where == [c, other]

@@ -294,8 +294,7 @@ class MemoryService:
         predicate = mfilters.exact(filter)
         now = self.now()
         warnings = self._vector_warnings()
-        return RecallResult(self._memories(self._rank(q, k, predicate, now, warnings), now),
-                            warnings)
+        return RecallResult(self._top(q, k, predicate, now, warnings), warnings)
 
     def recall_where(self, query: str, filters: list[dict[str, Any]],
                      k: int = limits.DEFAULT_RECALL_K) -> RecallResult:
@@ -306,8 +305,7 @@ class MemoryService:
         k = _k(k)
         now = self.now()
         warnings = self._vector_warnings()
-        return RecallResult(self._memories(self._rank(q, k, predicate, now, warnings), now),
-                            warnings)
+        return RecallResult(self._top(q, k, predicate, now, warnings), warnings)
 
     def recall_fused(self, query: str, k: int = limits.DEFAULT_RECALL_K,
                      filter: dict[str, Any] | None = None, hops: int = limits.DEFAULT_FUSED_HOPS,
@@ -405,6 +403,18 @@ class MemoryService:
                 out.append(Memory(to_u64(r.id), float(r.cosine), fact.content,
                                   validate.visible_metadata(fact.metadata)))
         return out
+
+    def _top(self, query: str, k: int, predicate: All, now: float,
+             warnings: list[str]) -> list[Memory]:
+        """The k best visible facts: ranked deeper (doubling, up to the recall cap) while
+        archived facts took places among the first k."""
+        depth = k
+        while True:
+            ranked = self._rank(query, depth, predicate, now, warnings)
+            memories = self._memories(ranked, now)
+            if len(memories) >= k or len(ranked) < depth or depth >= limits.MAX_RECALL_LIMIT:
+                return memories[:k]
+            depth = min(depth * 2, limits.MAX_RECALL_LIMIT)
 
     def _archived(self, key: int, now: float) -> bool:
         """Whether a consolidation run archived ``key`` (an edge ``consolidated_into`` leaves

@@ -182,7 +182,7 @@ def test_cli_previews_applies_and_undoes(cli_store: Path,
 
 def test_recall_still_returns_k_results_when_archived_facts_rank_first(mem: MemoryService,
                                                                       clock: Clock) -> None:
-    a, b, c = _dup_group(mem, clock)
+    _a, _b, c = _dup_group(mem, clock)
     other = mem.remember("The billing service limits exports to 10 per hour").id
     _service(mem, clock).apply()
     got = _ids(mem.recall("rate limiter 600 requests per minute per key", k=2))

@@ -167,6 +167,7 @@ class Runtime:
     def __init__(self, settings: Settings, store: Store, embedder: Embedder,
                  clock: Callable[[], float], roots: IngestRoots, *,
                  read_only: bool = False) -> None:
+        from velesmem.consolidate import ConsolidationService
         from velesmem.context.service import ContextService
         from velesmem.context.store import MemoryContextStore
         from velesmem.extract import AUTOGRAPH_EXTRACTOR, autograph_mode
@@ -215,6 +216,7 @@ class Runtime:
         self._follow_lock = threading.Lock()
         self.migration = MigrationService(store, settings, clock, lambda: self.embedder,
                                           self.swap_embedder, self.pause_requests)
+        self.consolidation = ConsolidationService(store, clock)
 
     # --- lifecycle ---------------------------------------------------------------------------
     @classmethod

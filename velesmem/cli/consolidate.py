@@ -25,16 +25,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    import time
-
     import velesmem
     from velesmem import limits
-    from velesmem.consolidate import ConsolidationService
 
     days = limits.DEFAULT_ARCHIVE_AFTER_DAYS if args.archive_after_days is None \
         else args.archive_after_days
     with velesmem.open() as runtime:
-        service = ConsolidationService(runtime.store, time.time)
+        service = runtime.consolidation
         if args.undo is not None:
             report = service.undo(args.undo)
         elif args.apply:

@@ -1,6 +1,7 @@
 """Consolidation: preview changes nothing; apply archives duplicate groups into their newest
 member and old superseded versions into their successor, in one journaled transaction; archived
-facts leave recall but stay by id, in export and in why; undo restores exactly."""
+facts leave recall (and list_memories unless asked) but stay by id, in export and in why; undo
+restores exactly."""
 
 from __future__ import annotations
 
@@ -69,7 +70,8 @@ def test_apply_archives_members_into_the_newest_and_recall_returns_one(mem: Memo
     # nothing deleted: by id, in list_memories, in why
     assert set(mem.store.facts([to_i64(a), to_i64(b), to_i64(c)], mem.now())) == {
         to_i64(a), to_i64(b), to_i64(c)}
-    assert {m.id for m in mem.list_memories().memories} == {a, b, c}
+    assert {m.id for m in mem.list_memories().memories} == {c}
+    assert {m.id for m in mem.list_memories(include_archived=True).memories} == {a, b, c}
     why = mem.why("The rate limiter allows 600 requests per minute per key", max_hops=1)
     assert (why.nodes[0].id, why.nodes[0].hop) == (a, 0)  # an archived fact still seeds why
     assert (a, c, "consolidated_into") in {(e.from_, e.to, e.relation) for e in why.edges}
@@ -189,3 +191,18 @@ def test_recall_still_returns_k_results_when_archived_facts_rank_first(mem: Memo
     assert got == [c, other]
     where = _ids(mem.recall_where("rate limiter 600 requests per minute per key", [], k=2))
     assert where == [c, other]
+
+
+def test_list_memories_pages_past_archived_facts(mem: MemoryService, clock: Clock) -> None:
+    """A page whose facts are all archived is empty but its cursor still walks on."""
+    _a, _b, c = _dup_group(mem, clock)
+    _service(mem, clock).apply()
+    seen: list[int] = []
+    cursor = None
+    for _ in range(10):
+        page = mem.list_memories(cursor=cursor, limit=1)
+        seen += [m.id for m in page.memories]
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert seen == [c]

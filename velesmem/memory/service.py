@@ -425,8 +425,10 @@ class MemoryService:
     # --- audit -------------------------------------------------------------------------------
     def list_memories(self, cursor: Any = None, limit: int = limits.DEFAULT_LIST_LIMIT,
                       filter: dict[str, Any] | None = None,
-                      include_internal: bool = False) -> ListResult:
-        """A page of facts in ascending u64 id order after ``cursor`` (next_cursor None: done)."""
+                      include_internal: bool = False,
+                      include_archived: bool = False) -> ListResult:
+        """A page of facts in ascending u64 id order after ``cursor`` (next_cursor None: done);
+        facts archived by a consolidation run only with ``include_archived``."""
         after = None if cursor is None else parse_id(cursor, "cursor")
         if limit is None:
             limit = limits.DEFAULT_LIST_LIMIT
@@ -434,14 +436,17 @@ class MemoryService:
             raise InvalidInput(f"limit must be an integer, got {type(limit).__name__}")
         limit = min(max(limit, 1), limits.MAX_LIST_LIMIT)
         internal = validate.boolean(include_internal, "include_internal")
+        archived = validate.boolean(include_archived, "include_archived")
         predicate = mfilters.exact(filter, allow_reserved=internal)
         rows = self.store.page(after, limit + 1, predicate, include_internal=internal,
                                now=self.now())
+        now = self.now()
         more = len(rows) > limit
+        page = rows[:limit]
         memories = [ListedMemory(to_u64(f.key), f.content,
                                  f.metadata if internal else validate.visible_metadata(f.metadata))
-                    for f in rows[:limit]]
-        next_cursor = str(memories[-1].id) if more and memories else None
+                    for f in page if archived or f.kind is not None or not self._archived(f.key, now)]
+        next_cursor = str(to_u64(page[-1].key)) if more and page else None
         return ListResult(memories, next_cursor)
 
     def memory_status(self) -> StatusResult:

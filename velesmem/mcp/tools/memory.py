@@ -101,6 +101,8 @@ ListFilter = Annotated[OptObject, optional(
     "next_cursor).")]
 IncludeInternal = Annotated[Boolean, _doc(
     "Also list graph scaffolding and reserved _veles_* keys, verbatim.")]
+IncludeArchived = Annotated[Boolean, _doc(
+    "Also list facts a consolidation run archived (merged duplicates, old superseded versions).")]
 
 
 def register(mcp: ToolRegistry, app: AppContext) -> None:
@@ -194,10 +196,12 @@ def register(mcp: ToolRegistry, app: AppContext) -> None:
         limit: PageSize = limits.DEFAULT_LIST_LIMIT,
         filter: ListFilter,
         include_internal: IncludeInternal = False,
+        include_archived: IncludeArchived = False,
     ) -> Result:
         """Audit the store: walk every stored fact page by page, ids ascending. Returns { memories: [ { id, id_str, content, metadata } ], next_cursor }; next_cursor is a decimal string, null ends the walk."""
         return await rt.run(lambda: tool_result(memory.list_memories(
-            cursor=cursor, limit=limit, filter=filter, include_internal=include_internal).to_dict()))
+            cursor=cursor, limit=limit, filter=filter, include_internal=include_internal,
+            include_archived=include_archived).to_dict()))
 
     @mcp.tool(annotations=READ)
     async def memory_status() -> Result:

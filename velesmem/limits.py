@@ -199,4 +199,5 @@ PARALLEL_SEARCH_MIN_FACTS = 16_384
 # archived; at most this many runs may be journaled and not yet committed at once.
 DEFAULT_ARCHIVE_AFTER_DAYS = 30.0
 MAX_PENDING_CONSOLIDATIONS = 4
+CONSOLIDATION_REPORT_CHARS = 120  # characters of each fact's content shown in a run's report
 MAX_ARCHIVE_EDGE_SCAN = 256  # out-edges read per recalled fact to see whether it is archived

@@ -172,7 +172,10 @@ def test_cli_previews_applies_and_undoes(cli_store: Path,
         m.relate(a, b, "duplicate_of")
     assert main(["consolidate"]) == 0
     preview = json.loads(capsys.readouterr().out)
-    assert preview["run"] is None and len(preview["changes"]) == 1
+    assert preview["run"] is None
+    assert preview["changes"] == [{"id": str(a), "into": str(b), "reason": "duplicate",
+                                   "fact": "deploys happen on Tuesdays",
+                                   "kept": "we deploy every Tuesday, never on Fridays"}]
     assert main(["consolidate", "--apply"]) == 0
     applied = json.loads(capsys.readouterr().out)
     assert applied["applied"] and applied["changes"] == preview["changes"]

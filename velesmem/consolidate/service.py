@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from velesmem import limits
@@ -36,11 +36,13 @@ class RunReport:
     applied: bool
     undone: bool
     changes: tuple[Change, ...]
+    texts: dict[int, str] = field(default_factory=dict)  # key -> the start of its content
 
     def to_dict(self) -> dict[str, Any]:
         return {"run": self.run, "applied": self.applied, "undone": self.undone,
                 "changes": [{"id": str(to_u64(c.src)), "into": str(to_u64(c.dst)),
-                             "reason": c.reason} for c in self.changes]}
+                             "reason": c.reason, "fact": self.texts.get(c.src, ""),
+                             "kept": self.texts.get(c.dst, "")} for c in self.changes]}
 
 
 class ConsolidationService:
@@ -62,9 +64,17 @@ class ConsolidationService:
                 facts[item.key] = item
         return plan(facts, edges, now, archive_after_days * 86_400.0)
 
+    def _texts(self, changes: tuple[Change, ...], now: float) -> dict[int, str]:
+        """The start of each named fact's content, for the report."""
+        keys = sorted({k for c in changes for k in (c.src, c.dst)})
+        cap = limits.CONSOLIDATION_REPORT_CHARS
+        return {k: f.content[:cap] for k, f in self.store.facts(keys, now).items()}
+
     def preview(self, archive_after_days: float = limits.DEFAULT_ARCHIVE_AFTER_DAYS) -> RunReport:
         """What ``apply`` would change now, changing nothing."""
-        return RunReport(None, False, False, self._plan(self._clock(), archive_after_days).changes)
+        now = self._clock()
+        changes = self._plan(now, archive_after_days).changes
+        return RunReport(None, False, False, changes, self._texts(changes, now))
 
     def apply(self, archive_after_days: float = limits.DEFAULT_ARCHIVE_AFTER_DAYS, *,
               previewed: RunReport | None = None) -> RunReport:
@@ -88,7 +98,7 @@ class ConsolidationService:
         edges = tuple((c.src, c.dst, ARCHIVED_RELATION) for c in changes)
         self.store.write_graph(GraphWrite(now=now, edges=edges), job=run,
                                result={"changes": record, "undone": False}).result()
-        return RunReport(run, True, False, changes)
+        return RunReport(run, True, False, changes, self._texts(changes, now))
 
     def undo(self, run: str) -> RunReport:
         """Remove the edges run ``run`` added, exactly; the journal entry is marked undone."""
@@ -103,7 +113,7 @@ class ConsolidationService:
         if not job.result.get("undone"):
             self.store.update_job(run, self._clock(),
                                   result={**job.result, "undone": True}).result()
-        return RunReport(run, False, True, changes)
+        return RunReport(run, False, True, changes, self._texts(changes, self._clock()))
 
     def runs(self) -> list[Job]:
         """Not-yet-committed runs (a run killed before its transaction: nothing was applied)."""

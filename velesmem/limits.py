@@ -201,3 +201,18 @@ DEFAULT_ARCHIVE_AFTER_DAYS = 30.0
 MAX_PENDING_CONSOLIDATIONS = 4
 CONSOLIDATION_REPORT_CHARS = 120  # characters of each fact's content shown in a run's report
 MAX_ARCHIVE_EDGE_SCAN = 256  # out-edges read per recalled fact to see whether it is archived
+
+# --- supersede chains (velesmem/memory/supersede.py) --------------------------------------------
+# A new fact supersedes an older live one in the same scope when their subject words (the words
+# left once values are set aside) overlap at least this much (overlap coefficient) and a value
+# differs. Tuned on the even-numbered triples of bench/data/updates.jsonl (bench/updates.py).
+SUPERSEDE_SUBJECT_OVERLAP = 0.7
+# Subject words a fact needs before it can supersede (or be superseded): shorter ones say too
+# little to tell "the same subject" from "the same topic".
+SUPERSEDE_MIN_SUBJECT_WORDS = 3
+# Vector-index candidates read on remember when looking for the fact a new one supersedes.
+SUPERSEDE_CANDIDATES = 8
+# Versions followed along a supersedes chain (newer or older) before the walk stops.
+MAX_SUPERSEDE_CHAIN = 32
+# Metadata keys that scope memory: a fact supersedes only one with the same values for these.
+SCOPE_KEYS = ("project",)

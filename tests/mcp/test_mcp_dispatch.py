@@ -38,7 +38,8 @@ async def test_every_tool_is_validated_by_its_own_validator_built_at_registratio
         assert tool is not None and tool.validator is not None, name
     recall = tools.get("recall")
     assert recall is not None
-    assert recall.validate({"query": "x", "k": "3"}) == {"query": "x", "k": 3, "filter": None}
+    assert recall.validate({"query": "x", "k": "3"}) == {"query": "x", "k": 3, "filter": None,
+                                                          "history": False}
     assert recall.aliases == {"limit": "k"}
     relate = tools.get("relate")
     assert relate is not None

@@ -34,14 +34,18 @@ class Memory:
     score: float
     content: str
     metadata: dict[str, Any]
+    superseded_by: int | None = None  # a newer version of this fact (memory/supersede.py)
 
     @property
     def id_str(self) -> str:
         return str(self.id)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**_id_pair("id", self.id), "score": self.score, "content": self.content,
-                "metadata": self.metadata}
+        out = {**_id_pair("id", self.id), "score": self.score, "content": self.content,
+               "metadata": self.metadata}
+        if self.superseded_by is not None:
+            out.update(_id_pair("superseded_by", self.superseded_by))
+        return out
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from velesmem.memory import filters as mfilters
 from velesmem.memory.entities import EntityResult, lookup_entity
 from velesmem.memory.graph import Walk, walk
 from velesmem.memory.ranking import Ranked, Ranker
+from velesmem.memory.supersede import SUPERSEDES, find_superseded, head, order_versions
 from velesmem.memory.results import (
     FeedbackResult,
     ForgetResult,
@@ -171,12 +172,15 @@ class MemoryService:
         pairs = validate.links(links, fid)
         ttl = validate.ttl(ttl_seconds, self.settings.default_ttl)
         now = self.now()
-        _, meta_json = validate.metadata(metadata, today=self.today(now), author=author)
+        meta, meta_json = validate.metadata(metadata, today=self.today(now), author=author)
         vector = self.embedder.embed([content])[0] if self._can_embed() else None
         write = FactWrite(to_i64(fid), content, meta_json, vector, now,
                           None if ttl is None else now + ttl,
                           tuple((to_i64(t), r) for t, r in pairs))
+        old = find_superseded(self.store, write.key, content, meta, vector, now)
         future = self.store.remember(write)
+        if old is not None:
+            future = self._then_supersede(future, write.key, old, now)
         hook = self._hooks.on_remembered
         if hook is not None:
             future.add_done_callback(
@@ -185,6 +189,32 @@ class MemoryService:
         if vector is None and backlog is not None:
             future.add_done_callback(lambda f: None if f.exception() is not None else backlog())
         return then(future, lambda key: RememberResult(to_u64(key)))
+
+    def _then_supersede(self, written: Future[int], new: int, old: int,
+                        now: float) -> Future[int]:
+        """``written``, resolved once the edge ``new --supersedes--> old`` is committed too.
+        The edge is derived, not acknowledged: if ``old`` was forgotten meanwhile (or the
+        store closes) the fact stands without it."""
+        out: Future[int] = Future()
+
+        def linked(_: Future[int], key: int) -> None:
+            out.set_result(key)
+
+        def done(f: Future[int]) -> None:
+            error = f.exception()
+            if error is not None:
+                out.set_exception(error)
+                return
+            key = f.result()
+            try:
+                edge = self.store.relate(new, old, SUPERSEDES, now)
+            except Exception:  # noqa: BLE001 — the fact is stored; only the link is lost
+                out.set_result(key)
+                return
+            edge.add_done_callback(lambda e: linked(e, key))
+
+        written.add_done_callback(done)
+        return out
 
     def _can_embed(self) -> bool:
         """Whether a write embeds its fact now: always without a Runtime; with one, once its
@@ -287,14 +317,17 @@ class MemoryService:
 
     # --- recall ------------------------------------------------------------------------------
     def recall(self, query: str, k: int = limits.DEFAULT_RECALL_K,
-               filter: dict[str, Any] | None = None) -> RecallResult:
-        """The k best facts for ``query`` (hybrid by default) among those matching ``filter``."""
+               filter: dict[str, Any] | None = None, history: bool = False) -> RecallResult:
+        """The k best facts for ``query`` (hybrid by default) among those matching ``filter``;
+        the newest version of a superseded fact comes first, and with ``history`` every
+        version of each chain is listed (newest first)."""
         q = validate.query(query)
         k = _k(k)
         predicate = mfilters.exact(filter)
+        every = validate.boolean(history, "history") if history is not None else False
         now = self.now()
         warnings = self._vector_warnings()
-        return RecallResult(self._top(q, k, predicate, now, warnings), warnings)
+        return RecallResult(self._top(q, k, predicate, now, warnings, history=every), warnings)
 
     def recall_where(self, query: str, filters: list[dict[str, Any]],
                      k: int = limits.DEFAULT_RECALL_K) -> RecallResult:
@@ -336,7 +369,8 @@ class MemoryService:
             for node, weight in weights.items():
                 fused[node] = fused.get(node, 0.0) + boost * weight
         order = sorted(fused, key=lambda i: (-fused[i], to_u64(i)))[:k]
-        memories = self._memories([Ranked(i, fused[i], cosine.get(i, 0.0)) for i in order], now)
+        memories = self._memories([Ranked(i, fused[i], cosine.get(i, 0.0)) for i in order], now,
+                                  k=k, predicate=predicate)
         if field is None:
             return FusedResult(memories, warnings=warnings)
         dated, latest = _dated_context(memories, field)
@@ -375,7 +409,9 @@ class MemoryService:
         seed = self._rank(q, 1, predicate, now, warnings)
         if not seed:
             return WhyResult([], [], False, warnings)
-        reach = walk(self.store, seed[0].id, hops, now)
+        # the chain is walked from its newest version (which supersedes the older ones)
+        newest = head(self.store, seed[0].id, now, self._admits(predicate))[0]
+        reach = walk(self.store, newest, hops, now)
         found = self.store.facts(list(reach.nodes), now)
         nodes = [WhyNode(to_u64(i), found[i].content if i in found else "", hop)
                  for i, hop in reach.nodes.items()]
@@ -392,28 +428,53 @@ class MemoryService:
             return lookup_entity(self.store, alias, self.now())
         return found
 
-    def _memories(self, ranked: list[Ranked], now: float) -> list[Memory]:
+    def _admits(self, predicate: All) -> Callable[[int], bool]:
+        """Whether a key matches ``predicate`` (for versions a query did not find itself);
+        the matching keys are read once, on the first question, when there is a filter."""
+        if predicate.is_true:
+            return lambda key: True
+        cache: list[np.ndarray] = []
+
+        def admits(key: int) -> bool:
+            if not cache:
+                allowed = self._ranker.allowed(predicate)
+                cache.append(np.zeros(0, np.int64) if allowed is None else allowed)
+            return _contains(cache[0], key)
+        return admits
+
+    def _memories(self, ranked: list[Ranked], now: float, *, k: int, predicate: All,
+                  history: bool = False) -> list[Memory]:
+        """The first ``k`` results, each chain's newest version before its older ones (a
+        version the query did not find itself carries score 0: nothing was compared); only
+        versions matching ``predicate`` are added."""
         if not ranked:
             return []
-        rows = self.store.facts([r.id for r in ranked], now)  # at most 1,000 (the k/pool caps)
+        cosine = {r.id: float(r.cosine) for r in ranked}
+        versions = order_versions(self.store, [r.id for r in ranked], now, history=history,
+                                  admit=self._admits(predicate))
+        versions = versions if history else versions[:k]
+        rows = self.store.facts([v.key for v in versions], now)  # at most 1,000 (the k/pool caps)
         out = []
-        for r in ranked:
-            fact = rows.get(r.id)
-            if fact is not None and not self._archived(r.id, now):
-                out.append(Memory(to_u64(r.id), float(r.cosine), fact.content,
-                                  validate.visible_metadata(fact.metadata)))
+        for v in versions:
+            fact = rows.get(v.key)
+            if fact is not None and (history or not self._archived(v.key, now)):
+                later = None if v.superseded_by is None else to_u64(v.superseded_by)
+                out.append(Memory(to_u64(v.key), cosine.get(v.key, 0.0), fact.content,
+                                  validate.visible_metadata(fact.metadata), later))
         return out
 
-    def _top(self, query: str, k: int, predicate: All, now: float,
-             warnings: list[str]) -> list[Memory]:
+    def _top(self, query: str, k: int, predicate: All, now: float, warnings: list[str],
+             history: bool = False) -> list[Memory]:
         """The k best visible facts: ranked deeper (doubling, up to the recall cap) while
-        archived facts took places among the first k."""
+        archived facts took places among the first k. With ``history``, each found fact's
+        whole version chain (archived versions included) follows its newest."""
         depth = k
         while True:
             ranked = self._rank(query, depth, predicate, now, warnings)
-            memories = self._memories(ranked, now)
+            memories = self._memories(ranked, now, k=depth, predicate=predicate,
+                                      history=history)
             if len(memories) >= k or len(ranked) < depth or depth >= limits.MAX_RECALL_LIMIT:
-                return memories[:k]
+                return memories if history else memories[:k]
             depth = min(depth * 2, limits.MAX_RECALL_LIMIT)
 
     def _archived(self, key: int, now: float) -> bool:

@@ -99,6 +99,8 @@ PageSize = Annotated[Integer, _doc(
 ListFilter = Annotated[OptObject, optional(
     "Keep only facts whose metadata equals every given key (pages may be sparse; keep following "
     "next_cursor).")]
+History = Annotated[Boolean, _doc(
+    "Also list every older version of each fact found (its supersedes chain), newest first.")]
 IncludeInternal = Annotated[Boolean, _doc(
     "Also list graph scaffolding and reserved _veles_* keys, verbatim.")]
 IncludeArchived = Annotated[Boolean, _doc(
@@ -126,9 +128,11 @@ def register(mcp: ToolRegistry, app: AppContext) -> None:
         return tool_result(result.to_dict())
 
     @mcp.tool(annotations=READ)
-    async def recall(*, query: Query, k: K = limits.DEFAULT_RECALL_K, filter: Filter) -> Result:
+    async def recall(*, query: Query, k: K = limits.DEFAULT_RECALL_K, filter: Filter,
+                     history: History = False) -> Result:
         """Semantic (vector) retrieval with an optional exact-match metadata filter. Returns { memories: [ { id, id_str, score, content, metadata } ] }; ranking blends similarity with learned confidence, score stays the raw similarity."""
-        return await rt.run(lambda: tool_result(memory.recall(query, k=k, filter=filter).to_dict()))
+        return await rt.run(lambda: tool_result(memory.recall(
+            query, k=k, filter=filter, history=history).to_dict()))
 
     @mcp.tool(annotations=READ)
     async def recall_where(*, query: Query, filters: Filters, k: K = limits.DEFAULT_RECALL_K) -> Result:

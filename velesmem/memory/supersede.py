@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -140,11 +141,11 @@ def same_scope(a: dict[str, object], b: dict[str, object]) -> bool:
     return all(a.get(k) == b.get(k) for k in limits.SCOPE_KEYS)
 
 
-class _Store(FactStore, SearchStore):
+class VersionStore(FactStore, SearchStore, Protocol):
     """The roles detection and ordering read."""
 
 
-def find_superseded(store: _Store, key: int, content: str, metadata: dict[str, object],
+def find_superseded(store: VersionStore, key: int, content: str, metadata: dict[str, object],
                     vector: np.ndarray | None, now: float) -> int | None:
     """The newest live fact in the same scope that ``content`` (about to be stored under
     ``key``, embedded as ``vector``) changes, or None. Reads only the vector index's best few
@@ -168,7 +169,7 @@ def find_superseded(store: _Store, key: int, content: str, metadata: dict[str, o
     return max(matches, key=lambda f: (f.created_at, f.key)).key
 
 
-def _linked(store: _Store, key: int, now: float, incoming: bool) -> list[int]:
+def _linked(store: VersionStore, key: int, now: float, incoming: bool) -> list[int]:
     rows = (store.in_edges if incoming else store.out_edges)(key, now, limits.MAX_SUPERSEDE_CHAIN)
     return [k for k, rel in rows if rel == SUPERSEDES]
 
@@ -182,7 +183,7 @@ def _everything(key: int) -> bool:
     return True
 
 
-def successor(store: _Store, key: int, now: float,
+def successor(store: VersionStore, key: int, now: float,
               admit: Callable[[int], bool] = _everything) -> int | None:
     """The newest live user fact that supersedes ``key`` (among those ``admit`` lets through,
     e.g. a recall's filter), or None."""
@@ -190,7 +191,7 @@ def successor(store: _Store, key: int, now: float,
     return _newest(store.facts(newer, now), newer) if newer else None
 
 
-def head(store: _Store, key: int, now: float,
+def head(store: VersionStore, key: int, now: float,
          admit: Callable[[int], bool] = _everything) -> list[int]:
     """The successor path from ``key`` up to the newest (admitted) version: [newest, …, key]."""
     path = [key]
@@ -202,7 +203,7 @@ def head(store: _Store, key: int, now: float,
     return path[::-1]
 
 
-def older(store: _Store, key: int, now: float,
+def older(store: VersionStore, key: int, now: float,
           admit: Callable[[int], bool] = _everything) -> list[int]:
     """Every live (admitted) version that ``key`` supersedes, directly or not, newest first."""
     seen: dict[int, StoredFact] = {}
@@ -229,7 +230,7 @@ class Version:
     superseded_by: int | None
 
 
-def order_versions(store: _Store, hits: list[int], now: float, *, history: bool = False,
+def order_versions(store: VersionStore, hits: list[int], now: float, *, history: bool = False,
                    admit: Callable[[int], bool] = _everything) -> list[Version]:
     """``hits`` (best first) with each chain's newest version placed before its older ones;
     each key once. With ``history``, every version of each hit's chain follows its newest.
@@ -248,5 +249,5 @@ def order_versions(store: _Store, hits: list[int], now: float, *, history: bool 
     return out
 
 
-__all__ = ["SUPERSEDES", "Statement", "Version", "changes", "find_superseded", "head", "older",
+__all__ = ["SUPERSEDES", "Statement", "Version", "VersionStore", "changes", "find_superseded", "head", "older",
            "order_versions", "same_scope", "statement", "successor"]

@@ -52,6 +52,30 @@ def _parse_positive_int(name: str, raw: str) -> int:
     return value
 
 
+def _parse_every(name: str, raw: str) -> int | None:
+    """An interval in whole seconds; 0 (or empty) means never."""
+    if not raw.strip():
+        return None
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise Internal(f"{name}={raw!r} is not an integer number of seconds") from None
+    if value < 0:
+        raise Internal(f"{name}={raw!r} must be 0 (never) or a positive number of seconds")
+    return value or None
+
+
+def _parse_days(name: str, raw: str) -> float:
+    """A non-negative number of days."""
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        raise Internal(f"{name}={raw!r} is not a number of days") from None
+    if not 0 <= value < float("inf"):
+        raise Internal(f"{name}={raw!r} must be a number of days >= 0")
+    return value
+
+
 def _parse_ttl(name: str, raw: str) -> int | None:
     """A default TTL in seconds; 0 (or empty) means no default TTL."""
     if not raw.strip():
@@ -211,6 +235,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("extractor_timeout", "EXTRACTOR_TIMEOUT", _parse_positive_int,
             lambda: limits.DEFAULT_EXTRACTOR_TIMEOUT_SECONDS,
             "Seconds one extractor model call may take. Default 300."),
+    Setting("consolidate_every", "CONSOLIDATE_EVERY", _parse_every, lambda: None,
+            "Seconds between the daemon's consolidation runs (archive duplicate groups and old "
+            "superseded versions). Unset or 0: only `velesdb-memory consolidate` runs them."),
+    Setting("archive_after_days", "ARCHIVE_AFTER_DAYS", _parse_days,
+            lambda: limits.DEFAULT_ARCHIVE_AFTER_DAYS,
+            "Consolidation archives superseded versions older than this many days. Default 30."),
     Setting("autograph", "AUTOGRAPH", _parse_autograph, lambda: None,
             "Graph built from every remember: off, identifiers or extractor. Default identifiers "
             "(extractor when EXTRACTOR is ollama or openai)."),
@@ -259,6 +289,8 @@ class Settings:
     extractor_model: str = ""
     extractor_api_key: str = field(default="", repr=False)  # a secret: kept out of repr/logs
     extractor_timeout: int = limits.DEFAULT_EXTRACTOR_TIMEOUT_SECONDS
+    consolidate_every: int | None = None  # seconds between scheduled runs; None: never
+    archive_after_days: float = limits.DEFAULT_ARCHIVE_AFTER_DAYS
     autograph: str | None = None  # None: the default (see velesmem.extract.autograph_mode)
     openai_url: str = "https://api.openai.com/v1"
     openai_model: str = "text-embedding-3-small"

@@ -283,6 +283,8 @@ class Runtime:
         self._spawn("velesmem-sweep", self._sweep_loop)
         self._spawn("velesmem-extract", self._extract_loop)
         self._spawn("velesmem-migrate", self._migrate_loop)
+        if self.settings.consolidate_every:
+            self._spawn("velesmem-consolidate", self._consolidate_loop)
         if self.autograph.active:
             self._spawn("velesmem-autograph", self._autograph_loop)
         if isinstance(self.store, SharedStore) and os.environ.get(FOLLOW_ENV) != "off":
@@ -622,6 +624,24 @@ class Runtime:
             if self._stop.is_set():
                 return
         self.autograph.run(self._stop)
+
+    # --- scheduled consolidation -------------------------------------------------------------
+    def _consolidate_loop(self) -> None:
+        """Apply a consolidation run every ``consolidate_every`` seconds once ready (each run
+        journaled and undoable like the command's)."""
+        every = float(self.settings.consolidate_every or 0)
+        while not self._stop.wait(every):
+            if not self._ready.is_set():
+                continue
+            try:
+                report = self.consolidation.apply(self.settings.archive_after_days)
+                if report.changes:
+                    log.info("consolidation run %s archived %d facts", report.run,
+                             len(report.changes))
+            except VelesmemError as exc:
+                log.error("the scheduled consolidation failed: %s", exc.message)
+            except Exception:
+                log.exception("the scheduled consolidation failed")
 
     # --- the TTL sweeper ---------------------------------------------------------------------
     def _sweep_once(self) -> None:

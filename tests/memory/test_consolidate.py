@@ -209,3 +209,22 @@ def test_list_memories_pages_past_archived_facts(mem: MemoryService, clock: Cloc
         if cursor is None:
             break
     assert seen == [c]
+
+
+def test_the_daemon_schedule_applies_runs(store_dir: Path) -> None:
+    """With consolidate_every set, the Runtime archives a duplicate group without a command."""
+    import time
+
+    import velesmem
+
+    with velesmem.open(store_dir, embedder="hash", consolidate_every=1) as rt:
+        a = rt.memory.remember("backups run nightly at 02:00 UTC").id
+        b = rt.memory.remember("the nightly backup starts at 02:00 UTC every day").id
+        rt.memory.relate(a, b, "duplicate_of")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if [m.id for m in rt.memory.list_memories().memories] == [b]:
+                break
+            time.sleep(0.05)
+        assert [m.id for m in rt.memory.list_memories().memories] == [b]
+        assert rt.consolidation.preview().changes == ()

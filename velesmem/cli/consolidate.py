@@ -20,17 +20,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     action.add_argument("--apply", action="store_true", help="act on the preview (one transaction)")
     action.add_argument("--undo", metavar="RUN", help="undo the run with this id exactly")
     parser.add_argument("--archive-after-days", type=float, default=None,
-                        help="archive superseded versions older than this (default 30)")
+                        help="archive superseded versions older than this "
+                        "(default: VELESDB_MEMORY_ARCHIVE_AFTER_DAYS, 30)")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     import velesmem
-    from velesmem import limits
 
-    days = limits.DEFAULT_ARCHIVE_AFTER_DAYS if args.archive_after_days is None \
-        else args.archive_after_days
     with velesmem.open() as runtime:
+        days = runtime.settings.archive_after_days if args.archive_after_days is None \
+            else args.archive_after_days
         service = runtime.consolidation
         if args.undo is not None:
             report = service.undo(args.undo)

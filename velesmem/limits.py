@@ -209,7 +209,7 @@ MAX_ARCHIVE_EDGE_SCAN = 256  # out-edges read per recalled fact to see whether i
 SUPERSEDE_SUBJECT_OVERLAP = 0.7
 # Subject words a fact needs before it can supersede (or be superseded): shorter ones say too
 # little to tell "the same subject" from "the same topic".
-SUPERSEDE_MIN_SUBJECT_WORDS = 3
+SUPERSEDE_MIN_SUBJECT_WORDS = 2
 # Vector-index candidates read on remember when looking for the fact a new one supersedes.
 SUPERSEDE_CANDIDATES = 8
 # Versions followed along a supersedes chain (newer or older) before the walk stops.

@@ -151,6 +151,11 @@ def _parse_roots(name: str, raw: str) -> tuple[str, ...]:
     return tuple(part for part in raw.split(os.pathsep) if part.strip())
 
 
+def _parse_keys(name: str, raw: str) -> tuple[str, ...]:
+    """A comma-separated list of metadata keys (empty: one scope for every fact)."""
+    return tuple(part.strip() for part in raw.split(",") if part.strip())
+
+
 @dataclass(frozen=True)
 class Setting:
     """One environment setting: its attribute, env suffix, parser, default and help."""
@@ -183,6 +188,13 @@ SETTINGS: tuple[Setting, ...] = (
             "velesmem[embed] is installed, else hash."),
     Setting("recall_mode", "RECALL_MODE", _parse_recall_mode, lambda: "hybrid",
             "Ranking for recall: 'hybrid' (BM25 + vector, default) or 'vector' (vector only)."),
+    Setting("dedup", "DEDUP", _parse_bool, lambda: True,
+            "Near-duplicate facts: on (default) links a fact remembered in the same scope as a "
+            "live fact saying the same thing duplicate_of it, and recall/why show one "
+            "representative per group with the others' ids in duplicates; off does neither."),
+    Setting("duplicate_scope_keys", "DUPLICATE_SCOPE_KEYS", _parse_keys, lambda: ("project",),
+            "Comma-separated metadata keys that scope duplicates: two facts are compared only "
+            "when these keys have the same values. Default project."),
     Setting("http", "HTTP", _parse_bool, lambda: False,
             "Serve MCP over streamable HTTPS instead of stdio (same as --http)."),
     Setting("http_bind", "HTTP_BIND", _parse_str,
@@ -269,6 +281,8 @@ class Settings:
     backend: str = "sqlite"
     database_url: str = field(default="", repr=False)  # a secret: never in a repr or a log
     recall_mode: str = "hybrid"
+    dedup: bool = True
+    duplicate_scope_keys: tuple[str, ...] = ("project",)
     http: bool = False
     http_bind: str = f"{limits.DEFAULT_HTTP_HOST}:{limits.DEFAULT_HTTP_PORT}"
     http_insecure: bool = False

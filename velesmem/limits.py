@@ -10,6 +10,7 @@ MAX_EMBEDDABLE_TEXT_BYTES = 2048  # one fact given to remember
 MAX_FACT_BYTES = 1 * MIB  # remember_extracted text, stored compiler sources
 MAX_METADATA_BYTES = 64 * KIB  # serialized metadata of a fact or a fragment
 MAX_RECALL_LIMIT = 1000  # k cap for recall / recall_where / recall_fused
+DEDUP_EXTRA_DEPTH = 8  # with dedup on, recall ranks 2k + this many so groups collapse to k
 DEFAULT_RECALL_K = 10
 DEFAULT_FUSED_HOPS = 2
 MAX_FUSED_HOPS = 10

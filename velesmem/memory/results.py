@@ -35,6 +35,7 @@ class Memory:
     content: str
     metadata: dict[str, Any]
     superseded_by: int | None = None  # a newer version of this fact (memory/supersede.py)
+    duplicates: tuple[int, ...] = ()  # the other members of its duplicate group
 
     @property
     def id_str(self) -> str:
@@ -45,6 +46,8 @@ class Memory:
                "metadata": self.metadata}
         if self.superseded_by is not None:
             out.update(_id_pair("superseded_by", self.superseded_by))
+        if self.duplicates:
+            out["duplicates"] = [_id_pair("id", d) for d in self.duplicates]
         return out
 
 
@@ -118,13 +121,17 @@ class WhyNode:
     id: int
     content: str
     hop: int
+    duplicates: tuple[int, ...] = ()  # the other members of its duplicate group
 
     @property
     def id_str(self) -> str:
         return str(self.id)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**_id_pair("id", self.id), "content": self.content, "hop": self.hop}
+        out = {**_id_pair("id", self.id), "content": self.content, "hop": self.hop}
+        if self.duplicates:
+            out["duplicates"] = [_id_pair("id", d) for d in self.duplicates]
+        return out
 
 
 @dataclass(frozen=True)

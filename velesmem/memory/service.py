@@ -18,7 +18,7 @@ import datetime as _dt
 import math
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
@@ -29,6 +29,7 @@ from velesmem.embed import Embedder
 from velesmem.errors import InvalidInput
 from velesmem.extract.identifiers import identifier_hub_name
 from velesmem.ids import fact_id, parse_id, to_i64, to_u64
+from velesmem.memory import duplicates as mdup
 from velesmem.memory import filters as mfilters
 from velesmem.memory.entities import EntityResult, lookup_entity
 from velesmem.memory.graph import Walk, walk
@@ -174,6 +175,10 @@ class MemoryService:
         now = self.now()
         meta, meta_json = validate.metadata(metadata, today=self.today(now), author=author)
         vector = self.embedder.embed([content])[0] if self._can_embed() else None
+        original = None
+        if self.settings.dedup:
+            original = mdup.find_original(self.store, self.store, to_i64(fid), content, meta,
+                                          self.settings.duplicate_scope_keys, now, vector)
         write = FactWrite(to_i64(fid), content, meta_json, vector, now,
                           None if ttl is None else now + ttl,
                           tuple((to_i64(t), r) for t, r in pairs))
@@ -181,6 +186,8 @@ class MemoryService:
         future = self.store.remember(write)
         if old is not None:
             future = self._then_supersede(future, write.key, old, now)
+        if original is not None:
+            future = self._link_duplicate(future, original, now)
         hook = self._hooks.on_remembered
         if hook is not None:
             future.add_done_callback(
@@ -214,6 +221,31 @@ class MemoryService:
             edge.add_done_callback(lambda e: linked(e, key))
 
         written.add_done_callback(done)
+        return out
+
+    def _link_duplicate(self, written: Future[int], original: int, now: float) -> Future[int]:
+        """``written`` (the new fact's key), resolved once the fact is linked ``duplicate_of``
+        ``original`` in a second write. The fact is already durable: a link that fails (the
+        original forgotten meanwhile) leaves it unlinked, never fails the remember."""
+        out: Future[int] = Future()
+
+        def linked(key: int, f: Future[int]) -> None:
+            f.exception()  # a refused link (NotFound) only means no group
+            out.set_result(key)
+
+        def stored(f: Future[int]) -> None:
+            if f.exception() is not None:
+                out.set_exception(f.exception())  # type: ignore[arg-type]
+                return
+            key = f.result()
+            try:
+                link = self.store.relate(key, original, mdup.RELATION, now)
+            except Exception:  # noqa: BLE001 — the fact is stored; the link is optional
+                out.set_result(key)
+                return
+            link.add_done_callback(lambda lf: linked(key, lf))
+
+        written.add_done_callback(stored)
         return out
 
     def _can_embed(self) -> bool:
@@ -368,9 +400,9 @@ class MemoryService:
             weights = self._reach_weights(reach, predicate, now)
             for node, weight in weights.items():
                 fused[node] = fused.get(node, 0.0) + boost * weight
-        order = sorted(fused, key=lambda i: (-fused[i], to_u64(i)))[:k]
+        order = sorted(fused, key=lambda i: (-fused[i], to_u64(i)))[:self._depth(k)]
         memories = self._memories([Ranked(i, fused[i], cosine.get(i, 0.0)) for i in order], now,
-                                  k=k, predicate=predicate)
+                                  k=self._depth(k), predicate=predicate)[:k]
         if field is None:
             return FusedResult(memories, warnings=warnings)
         dated, latest = _dated_context(memories, field)
@@ -413,9 +445,26 @@ class MemoryService:
         newest = head(self.store, seed[0].id, now, self._admits(predicate))[0]
         reach = walk(self.store, newest, hops, now)
         found = self.store.facts(list(reach.nodes), now)
-        nodes = [WhyNode(to_u64(i), found[i].content if i in found else "", hop)
-                 for i, hop in reach.nodes.items()]
-        edges = [WhyEdge(to_u64(s), to_u64(d), rel) for s, d, rel in reach.edges]
+        order = sorted(reach.nodes, key=lambda i: reach.nodes[i])  # the seed, then by hop
+        if self.settings.dedup:
+            groups = dict(mdup.collapse(self.store, order, now, len(order)))
+        else:
+            groups = {i: [] for i in order}
+        rep = {i: i for i in order}
+        for keep, others in groups.items():
+            rep.update((o, keep) for o in others)
+        nodes = [WhyNode(to_u64(i), found[i].content if i in found else "", reach.nodes[i],
+                         tuple(sorted(to_u64(d) for d in groups[i])))
+                 for i in order if i in groups]
+        edges: list[WhyEdge] = []
+        seen: set[tuple[int, int, str]] = set()
+        for s, d, rel in reach.edges:
+            triple = (rep.get(s, s), rep.get(d, d), rel)
+            if triple == (s, d, rel):
+                edges.append(WhyEdge(to_u64(s), to_u64(d), rel))
+            elif triple[0] != triple[1] and triple not in seen:  # folded onto representatives
+                seen.add(triple)
+                edges.append(WhyEdge(to_u64(triple[0]), to_u64(triple[1]), rel))
         return WhyResult(nodes, edges, reach.truncated, warnings)
 
     def entity(self, name: str) -> EntityResult:
@@ -461,6 +510,26 @@ class MemoryService:
                 later = None if v.superseded_by is None else to_u64(v.superseded_by)
                 out.append(Memory(to_u64(v.key), cosine.get(v.key, 0.0), fact.content,
                                   validate.visible_metadata(fact.metadata), later))
+        if self.settings.dedup and not history:
+            out = self._collapse(out, now)
+        return out
+
+    def _depth(self, k: int) -> int:
+        """How many to fuse for k results: more when duplicate groups collapse (so k results
+        are k different things), capped like k."""
+        if not self.settings.dedup:
+            return k
+        return min(k * 2 + limits.DEDUP_EXTRA_DEPTH, limits.MAX_RECALL_LIMIT)
+
+    def _collapse(self, memories: list[Memory], now: float) -> list[Memory]:
+        """One memory per duplicate group (the first), the others' ids in ``duplicates``."""
+        kept = mdup.collapse(self.store, [to_i64(m.id) for m in memories], now, len(memories))
+        others = dict(kept)
+        out = []
+        for m in memories:
+            key = to_i64(m.id)
+            if key in others:
+                out.append(replace(m, duplicates=tuple(sorted(to_u64(d) for d in others[key]))))
         return out
 
     def _top(self, query: str, k: int, predicate: All, now: float, warnings: list[str],

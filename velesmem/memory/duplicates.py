@@ -1,0 +1,238 @@
+"""Near-duplicate facts: detect them on remember, collapse them in results.
+
+Two facts are duplicates when they say the same thing in the same scope: their *values* agree
+exactly (numbers and number words, negation, proper names and identifiers, weekdays/months) and
+their wording is close (token overlap) or their vectors are (cosine). Thresholds are calibrated
+on ``bench/data/duplicates.jsonl`` by ``bench/duplicates.py``. Nothing is ever deleted: a new
+duplicate is stored and linked ``duplicate_of`` the existing fact; results show one representative
+per group and name the others in ``duplicates``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from velesmem.store import FactStore, SearchStore
+
+RELATION = "duplicate_of"
+# calibrated on the tuning half of bench/data/duplicates.jsonl (bench/duplicates.py)
+LEXICAL_THRESHOLD = 0.5
+COSINE_THRESHOLD = 0.9
+MIN_SHARED_WORDS = 3
+CANDIDATES = 8  # text/vector candidates examined per remember
+MAX_GROUP = 64  # members gathered per duplicate group (bounded walk)
+
+_WORD = re.compile(r"[A-Za-z0-9_]+(?:[.\-'][A-Za-z0-9_]+)*")
+_NEGATIONS = frozenset({"not", "no", "never", "none", "nothing", "neither", "nor", "without",
+                        "cannot", "disabled", "off"})
+_NUMBER_WORDS = frozenset(
+    "zero one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty "
+    "forty fifty sixty hundred thousand million billion once twice half double".split())
+_CALENDAR = frozenset(
+    "monday tuesday wednesday thursday friday saturday sunday mondays tuesdays wednesdays "
+    "thursdays fridays saturdays sundays january february march april june july august "
+    "september october november december daily weekly monthly hourly nightly yearly".split())
+# technology names usually written in lower case: a value like a proper name
+_TECH = frozenset(
+    "httpx aiohttp urllib3 redis postgres postgresql mysql sqlite mongodb kafka rabbitmq "
+    "nginx caddy docker podman kubernetes helm terraform ansible numpy pandas scipy django flask "
+    "fastapi starlette uvicorn gunicorn celery pytest tox nox pip uv poetry npm pnpm yarn bun "
+    "node deno react vue svelte angular webpack vite esbuild grpc graphql protobuf faiss "
+    "pgvector elasticsearch opensearch prometheus grafana datadog sentry jaeger vault consul "
+    "etcd zookeeper s3 gcs azure aws gcp linux macos windows debian ubuntu alpine".split())
+# words whose swap for another changes the fact ("permanent" vs "temporary"): values too
+_CONTRASTS = frozenset(
+    "permanent permanently temporary temporarily public private internal external sync async synchronous asynchronous "
+    "read write read-only allowed denied blocked required optional mandatory primary secondary "
+    "replica minimum maximum min max upper lower first last start end open closed inbound "
+    "outbound input output client server frontend backend local remote hot cold early late "
+    "increase decrease increased decreased faster slower higher lower larger smaller more less "
+    "staging production prod dev development test encrypted unencrypted plaintext signed "
+    "unsigned success failure succeeded failed accepted rejected included excluded old new "
+    "legacy deprecated stable beta alpha experimental".split())
+_STOP = frozenset(
+    "a an the is are was were be been being of to in on at by for with and or as it its this "
+    "that these those from into per each every any all our we us they their there here has have "
+    "had do does did so than then also which who whom what when where how just only now set "
+    "should must will would can could may might shall".split())
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What the lexical check compares: values that must agree, and the wording."""
+
+    values: frozenset[str]
+    negated: bool
+    words: frozenset[str]
+    tokens: frozenset[str]  # every lower-cased token, to find the other side's values in
+    contrasts: frozenset[str]  # words that change the fact when swapped for another of them
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def _is_name(token: str, first: bool) -> bool:
+    """A proper name or an identifier: capitalised mid-sentence, CamelCase, or with a digit,
+    an underscore or a dot inside, or a known technology name."""
+    if any(c.isdigit() or c in "_." for c in token) or token.lower() in _TECH:
+        return True
+    upper = sum(c.isupper() for c in token)
+    return upper > 1 or (upper == 1 and token[0].isupper() and not first)
+
+
+def signature(text: str) -> Signature:
+    """The lexical signature of one fact's text."""
+    values: set[str] = set()
+    words: set[str] = set()
+    tokens: set[str] = set()
+    contrasts: set[str] = set()
+    negated = False
+    for n, token in enumerate(_WORD.findall(text.replace("n't", " not"))):
+        low = token.lower()
+        tokens.add(low)
+        if low in _NEGATIONS:
+            negated = not negated
+            continue
+        if low in _CONTRASTS:
+            contrasts.add(low)
+        if any(c.isdigit() for c in low) or low in _NUMBER_WORDS or low in _CALENDAR:
+            value = low[:-1] if low in _CALENDAR and low.endswith("days") else low
+            values.add(value)
+            tokens.add(value)
+        elif _is_name(token, n == 0) and low not in _STOP:
+            values.add(low)
+        if low not in _STOP:
+            words.add(_stem(low))
+    return Signature(frozenset(values), negated, frozenset(words), frozenset(tokens),
+                     frozenset(contrasts))
+
+
+def lexical_similarity(a: Signature, b: Signature) -> float:
+    """Overlap of the two wordings: |A∩B| / min(|A|, |B|); 0.0 when fewer than
+    MIN_SHARED_WORDS words are shared and the shorter is not contained in the longer (two short
+    facts sharing a subject say different things about it)."""
+    if not a.words or not b.words:
+        return 0.0
+    shared = len(a.words & b.words)
+    smaller = min(len(a.words), len(b.words))
+    only_a, only_b = a.words - b.words, b.words - a.words
+    if len(only_a) == 1 and len(only_b) == 1 and not _variants(*only_a, *only_b):
+        return 0.0  # one word swapped for an unrelated one: another value, not a rewording
+    if shared < MIN_SHARED_WORDS and shared < smaller:
+        return 0.0
+    return shared / smaller
+
+
+def _variants(x: str, y: str) -> bool:
+    """Two forms of one word ("owns"/"owned", "call"/"on-call"): a shared 4-letter stem."""
+    return x[:4] == y[:4] or x in y or y in x
+
+
+def same_values(a: Signature, b: Signature) -> bool:
+    """Whether the two facts agree on every value (numbers, names, negation, dates): each
+    side's values appear among the other's tokens (a name opening a sentence is not marked as
+    one by its capital, so it is looked for, not compared), and neither swaps a contrast
+    word for another ("permanent" → "temporary")."""
+    swapped = bool(a.contrasts - b.tokens) and bool(b.contrasts - a.tokens)
+    return (a.negated == b.negated and a.values <= b.tokens and b.values <= a.tokens
+            and not swapped)
+
+
+def is_duplicate(a: Signature, b: Signature, cosine: float | None = None, *,
+                 lexical: float = LEXICAL_THRESHOLD, vector: float = COSINE_THRESHOLD) -> bool:
+    """Same values, and close wording or (when both have vectors) a close vector."""
+    if not same_values(a, b):
+        return False
+    if lexical_similarity(a, b) >= lexical:
+        return True
+    return cosine is not None and cosine >= vector
+
+
+def scope_of(metadata: Mapping[str, Any], keys: Sequence[str]) -> tuple[Any, ...]:
+    """The values of the scope keys (None where absent): facts compare only within one scope."""
+    return tuple(repr(metadata.get(k)) for k in keys)
+
+
+def find_original(store: SearchStore, facts: FactStore, key: int, content: str,
+                  metadata: Mapping[str, Any], scope_keys: Sequence[str], now: float,
+                  vector: Any = None) -> int | None:
+    """The live fact (int64 key) ``content`` duplicates in its scope, at the root of its group,
+    or None. Candidates: the best BM25 matches and, with a vector, the nearest vectors."""
+    keys, scores = store.text_search(content, None)
+    order = sorted(range(len(keys)), key=lambda i: -float(scores[i]))[:CANDIDATES]
+    candidates = [int(keys[i]) for i in order]
+    cosines: dict[int, float] = {}
+    if vector is not None:
+        for k, cos in store.vector_search(vector, CANDIDATES, None):
+            cosines[int(k)] = float(cos)
+            if int(k) not in candidates:
+                candidates.append(int(k))
+    candidates = [c for c in candidates if c != key]
+    if not candidates:
+        return None
+    rows = facts.facts(candidates, now)
+    mine = signature(content)
+    scope = scope_of(metadata, scope_keys)
+    best: tuple[float, int] | None = None
+    for c in candidates:
+        row = rows.get(c)
+        if row is None or scope_of(row.metadata, scope_keys) != scope:
+            continue
+        theirs = signature(row.content)
+        if is_duplicate(mine, theirs, cosines.get(c)):
+            score = max(lexical_similarity(mine, theirs), cosines.get(c, 0.0))
+            if best is None or score > best[0]:
+                best = (score, c)
+    return None if best is None else root(facts, best[1], now)
+
+
+def root(facts: FactStore, key: int, now: float) -> int:
+    """Follow ``duplicate_of`` edges to the group's original (bounded, cycle-safe)."""
+    seen = {key}
+    while len(seen) < MAX_GROUP:
+        nxt = [dst for dst, rel in facts.out_edges(key, now, MAX_GROUP) if rel == RELATION]
+        if not nxt or nxt[0] in seen:
+            return key
+        key = nxt[0]
+        seen.add(key)
+    return key
+
+
+def group(facts: FactStore, key: int, now: float) -> set[int]:
+    """Every live fact linked to ``key`` through ``duplicate_of`` either way (bounded)."""
+    members = {key}
+    frontier = [key]
+    while frontier and len(members) < MAX_GROUP:
+        node = frontier.pop()
+        linked = [d for d, rel in facts.out_edges(node, now, MAX_GROUP) if rel == RELATION]
+        linked += [s for s, rel in facts.in_edges(node, now, MAX_GROUP) if rel == RELATION]
+        for other in linked:
+            if other not in members and len(members) < MAX_GROUP:
+                members.add(other)
+                frontier.append(other)
+    return members
+
+
+def collapse(facts: FactStore, ranked: Sequence[int], now: float,
+             k: int) -> list[tuple[int, list[int]]]:
+    """The first ``k`` representatives of ``ranked`` (int64 keys, best first), one per duplicate
+    group, each with the other members of its group (int64 keys)."""
+    out: list[tuple[int, list[int]]] = []
+    taken: set[int] = set()
+    for key in ranked:
+        if len(out) >= k:
+            break
+        if key in taken:
+            continue
+        members = group(facts, key, now)
+        taken |= members
+        out.append((key, sorted(m for m in members if m != key)))
+    return out
+

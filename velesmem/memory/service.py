@@ -234,8 +234,9 @@ class MemoryService:
             out.set_result(key)
 
         def stored(f: Future[int]) -> None:
-            if f.exception() is not None:
-                out.set_exception(f.exception())  # type: ignore[arg-type]
+            error = f.exception()
+            if error is not None:
+                out.set_exception(error)
                 return
             key = f.result()
             try:

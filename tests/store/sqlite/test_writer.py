@@ -48,3 +48,31 @@ def test_closing_runs_the_background_jobs_left(tmp_path) -> None:
     futures = [writer.submit(_job(f"bg{i}"), background=True) for i in range(3)]
     writer.close()
     assert [f.result(1) for f in futures] == ["bg0", "bg1", "bg2"]
+
+
+class _EndedBeforeClosingLooks(threading.Thread):
+    """A writer thread that has already taken the stop and ended by the time ``close`` looks
+    at it: the order a loaded machine produces now and then."""
+
+    def is_alive(self) -> bool:
+        self.join()
+        return False
+
+
+class _LateSpawner(ThreadSpawner):
+    def thread(self, name, target):  # type: ignore[no-untyped-def]
+        thread = _EndedBeforeClosingLooks(target=target, name=name, daemon=True)
+        thread.start()
+        return thread
+
+
+def test_close_returns_when_the_started_thread_ended_before_close_looked(tmp_path) -> None:
+    conn = _conn(tmp_path)
+    writer = Writer(conn)
+    writer.start(_LateSpawner())
+    assert writer.submit(_job("written")).result(10) == "written"
+    closer = threading.Thread(target=writer.close, daemon=True)
+    closer.start()
+    closer.join(60)
+    assert not closer.is_alive(), "close waited on an empty queue for a thread that had ended"
+    conn.close()

@@ -94,7 +94,9 @@ class Writer:
                 return
             self._closed = True
             self._queue.put(None)
-        if self._thread is not None and self._thread.is_alive():
+        # Join a started thread even when it is no longer alive: it may already have taken the
+        # stop just queued and ended, and running the loop here then would wait on an empty queue.
+        if self._thread is not None:
             self._thread.join()
         else:  # never started: run what was queued here
             self._run()

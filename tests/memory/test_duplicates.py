@@ -115,6 +115,6 @@ def test_forgotten_original_leaves_the_new_fact_stored_unlinked(mem: MemoryServi
     assert [m.id for m in mem.list_memories().memories] == [second]
 
 
-def test_dedup_setting_defaults_on_and_parses_off() -> None:
-    assert Settings.from_env({}, record={}).dedup is True
-    assert Settings.from_env({"VELESDB_MEMORY_DEDUP": "off"}, record={}).dedup is False
+def test_dedup_setting_defaults_off_and_parses_on() -> None:
+    assert Settings.from_env({}, record={}).dedup is False
+    assert Settings.from_env({"VELESDB_MEMORY_DEDUP": "on"}, record={}).dedup is True

@@ -70,3 +70,15 @@ def test_the_length_normalisation_is_a_parameter(mem: MemoryService) -> None:
     ids, normed = bm25.scores(conn, list(stems), bm25.DocLengths(), 0)
     got = dict(zip(ids.tolist(), normed.tolist()))
     assert got[short] > got[long]
+
+
+def test_a_word_searched_before_any_fact_holds_it_is_found_once_one_does(mem: MemoryService) -> None:
+    """A frequency of 0 cached by a search (a near-duplicate check searches a fact's words just
+    before writing it) is re-read after the next write, or the word stays out of every query."""
+    mem.remember("unrelated words only")
+    writes = [0]
+    stats = TermStats(lambda: writes[0])
+    assert bounded_stems(mem.store.reader(), ["zebra"], stats) == []
+    mem.remember("zebra crossing near the office")
+    writes[0] += 1
+    assert [term for term, _ in bounded_stems(mem.store.reader(), ["zebra"], stats)] == ["zebra"]

@@ -82,9 +82,13 @@ def bounded_stems(conn: sqlite3.Connection, terms: list[str], stats: TermStats |
         for word, found in zip(unknown, _stems_of(conn, unknown)):
             stems[word] = stems_cache[word] = found
     seq = stats.seq()
+    # A cached frequency of 0 is re-read once any write has landed since: left as 0, the term
+    # would be dropped from every query until the refresh, hiding the facts written after a
+    # search for their words (a near-duplicate check searches a fact's words before writing it).
     stale = sorted({stem for term in terms for stem in stems[term]
                     if (cached := df_cache.get(stem)) is None
-                    or seq - cached[1] > DF_REFRESH_WRITES})
+                    or seq - cached[1] > DF_REFRESH_WRITES
+                    or (cached[0] == 0 and seq != cached[1])})
     if stale:
         fetched, over = bm25.postings_up_to(conn, stale, BM25_POSTINGS_BUDGET)
         if postings is not None:

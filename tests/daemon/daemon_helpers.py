@@ -11,6 +11,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -222,3 +223,19 @@ def raw_post(daemon: Daemon, extra_headers: str, body_chunks: list[bytes]) -> by
                     break
                 answer += data
             return answer
+
+
+def read_until(sock: ssl.SSLSocket, marker: bytes, deadline_s: float = 30) -> bytes:
+    """Read until ``marker`` or the end of the connection (failing past the deadline)."""
+    data = b""
+    end = time.monotonic() + deadline_s
+    while marker not in data:
+        assert time.monotonic() < end, data[-300:]
+        try:
+            chunk = sock.recv(65536)
+        except (ConnectionResetError, ssl.SSLError):
+            break
+        if not chunk:
+            break
+        data += chunk
+    return data

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-import time
 from collections.abc import Callable
 
 import httpx
 import pytest
 from daemon_helpers import (
+    read_until,
     ACCEPT, LEGACY_INIT, Daemon, open_session, session_headers, start_on_port_zero, structured, tls_socket, wait_for,
 )
 
@@ -53,25 +53,10 @@ def _open_stream(daemon: Daemon, session_id: str) -> ssl.SSLSocket:
     head = session_headers(session_id) | {"Accept": "text/event-stream"}
     sock.sendall((f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{daemon.port}\r\n"
                   + "".join(f"{k}: {v}\r\n" for k, v in head.items()) + "\r\n").encode())
-    answer = _read_until(sock, b"\r\n\r\n")
+    answer = read_until(sock, b"\r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
     return sock
 
-
-def _read_until(sock: ssl.SSLSocket, marker: bytes, deadline_s: float = 30) -> bytes:
-    """Read until ``marker`` or the end of the connection (failing past the deadline)."""
-    data = b""
-    end = time.monotonic() + deadline_s
-    while marker not in data:
-        assert time.monotonic() < end, data[-300:]
-        try:
-            chunk = sock.recv(65536)
-        except (ConnectionResetError, ssl.SSLError):
-            break
-        if not chunk:
-            break
-        data += chunk
-    return data
 
 
 def test_a_new_client_still_works_while_64_sessions_hold_get_streams(make_daemon: Callable[..., Daemon]) -> None:
@@ -90,7 +75,7 @@ def test_a_new_client_still_works_while_64_sessions_hold_get_streams(make_daemon
                     return structured(await client.call_tool("remember", {"fact": "got in past 64 streams"}))
 
             assert asyncio.run(use_a_new_client())["id_str"]
-            assert _read_until(streams[0], b"0\r\n\r\n").endswith(b"0\r\n\r\n")  # its stream ended
+            assert read_until(streams[0], b"0\r\n\r\n").endswith(b"0\r\n\r\n")  # its stream ended
             assert _touch(daemon, http, held[0]) == 404
             assert _touch(daemon, http, held[-1]) == 200
     finally:

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import json
 import signal
-import ssl
-import time
 from collections.abc import Callable
 
 import httpx
 import pytest
 from daemon_helpers import (
+    read_until,
     ACCEPT, LEGACY_INIT, Daemon, open_session, session_headers, start_on_port_zero, tls_socket, wait_for,
 )
 
@@ -29,20 +28,6 @@ def _request_head(daemon: Daemon, method: str, headers: dict[str, str], length: 
     return ("\r\n".join(lines) + "\r\n\r\n").encode()
 
 
-def _read_until(sock: ssl.SSLSocket, marker: bytes, deadline_s: float = 15) -> bytes:
-    data = b""
-    end = time.monotonic() + deadline_s
-    while marker not in data:
-        assert time.monotonic() < end, data[-500:]
-        try:
-            chunk = sock.recv(65536)
-        except (ConnectionResetError, ssl.SSLError):
-            break
-        if not chunk:
-            break
-        data += chunk
-    return data
-
 
 def test_sigterm_refuses_new_calls_in_words_while_an_in_flight_call_finishes(
     make_daemon: Callable[..., Daemon],
@@ -53,13 +38,13 @@ def test_sigterm_refuses_new_calls_in_words_while_an_in_flight_call_finishes(
                        "params": {"name": "remember", "arguments": {"fact": "finished during the drain"}}}).encode()
     with tls_socket(daemon) as in_flight:
         in_flight.sendall(f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{daemon.port}\r\n\r\n".encode())
-        assert _read_until(in_flight, b"}").startswith(b"HTTP/1.1 200")  # the connection is up
+        assert read_until(in_flight, b"}").startswith(b"HTTP/1.1 200")  # the connection is up
         # The head asks for 100-continue: uvicorn answers it only once the app reads the body, the
         # positive signal that the call is in flight in the daemon. Then half the body is sent.
         head = _request_head(daemon, "POST", session_headers(session_id) | {"Expect": "100-continue"},
                              len(call))
         in_flight.sendall(head)
-        assert _read_until(in_flight, b"\r\n\r\n").startswith(b"HTTP/1.1 100")
+        assert read_until(in_flight, b"\r\n\r\n").startswith(b"HTTP/1.1 100")
         in_flight.sendall(call[:40])
         assert daemon.proc is not None
         daemon.proc.send_signal(signal.SIGTERM)
@@ -73,7 +58,7 @@ def test_sigterm_refuses_new_calls_in_words_while_an_in_flight_call_finishes(
         assert daemon.proc.poll() is None  # still draining: the call in flight holds it open
 
         in_flight.sendall(call[40:])
-        answer = _read_until(in_flight, b'"id":7')
+        answer = read_until(in_flight, b'"id":7')
     assert answer.startswith(b"HTTP/1.1 200"), answer[:300]
     assert b"id_str" in answer, answer[-500:]
     assert daemon.proc.wait(30) == 0
@@ -96,12 +81,12 @@ def test_sigterm_with_clients_attached_ends_their_streams_and_exits_cleanly(
     try:
         for sock, session_id in zip(streams, streamed):
             sock.sendall(_request_head(daemon, "GET", session_headers(session_id) | {"Accept": "text/event-stream"}))
-            assert _read_until(sock, b"\r\n\r\n").startswith(b"HTTP/1.1 200")
+            assert read_until(sock, b"\r\n\r\n").startswith(b"HTTP/1.1 200")
         keep_alive.sendall(f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{daemon.port}\r\n\r\n".encode())
-        assert _read_until(keep_alive, b"}").startswith(b"HTTP/1.1 200")
+        assert read_until(keep_alive, b"}").startswith(b"HTTP/1.1 200")
         assert daemon.proc is not None
         daemon.proc.send_signal(signal.SIGTERM)
-        ends = [_read_until(sock, END_OF_CHUNKS) for sock in streams]
+        ends = [read_until(sock, END_OF_CHUNKS) for sock in streams]
         code = daemon.proc.wait(30)
     finally:
         for sock in sockets:

@@ -58,6 +58,7 @@ DEFAULT_MIN_SEGMENT_BYTES = 256
 MAX_WORKING_CONTEXT_BYTES = 1 * MIB
 MAX_FRAGMENT_BYTES = 1 * MIB  # one fragment's (or transcript segment's) text
 MAX_SAVINGS_EVENTS = 10_000  # compilation events one context_savings sweep reads (then truncated)
+SAVINGS_BUCKET_SECONDS = 86_400  # savings over time (the dashboard's plot): one point per UTC day
 MAX_CONTEXT_NAME_BYTES = 1 * KIB  # a project or session name of the working-context tools
 MAX_OTHER_SESSIONS = 50  # other_sessions listed by load_working_context
 
@@ -202,6 +203,8 @@ DEFAULT_ARCHIVE_AFTER_DAYS = 30.0
 MAX_PENDING_CONSOLIDATIONS = 4
 CONSOLIDATION_REPORT_CHARS = 120  # characters of each fact's content shown in a run's report
 MAX_ARCHIVE_EDGE_SCAN = 256  # out-edges read per recalled fact to see whether it is archived
+CONSOLIDATION_HISTORY = 50  # past runs the dashboard's Consolidation page lists
+CONSOLIDATION_REPORT_SHOWN = 200  # changes of one run shown with their texts (the rest counted)
 
 # --- supersede chains (velesmem/memory/supersede.py) --------------------------------------------
 # A new fact supersedes an older live one in the same scope when their subject words (the words
@@ -217,3 +220,7 @@ SUPERSEDE_CANDIDATES = 8
 MAX_SUPERSEDE_CHAIN = 32
 # Metadata keys that scope memory: a fact supersedes only one with the same values for these.
 SCOPE_KEYS = ("project",)
+
+# --- the dashboard (velesmem/web/) --------------------------------------------------------------
+LOG_TAIL_RECORDS = 50  # recent warnings and errors the Status page shows (velesmem/logtail.py)
+LOG_TAIL_CHARS = 500  # characters kept of each

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from velesmem.config import Settings
 from velesmem.errors import Internal, SpaceMoved, VelesmemError, Warming
+from velesmem.logtail import RecentErrors
 from velesmem.store.protocol import SharedStore
 
 if TYPE_CHECKING:
@@ -217,6 +218,7 @@ class Runtime:
         self.migration = MigrationService(store, settings, clock, lambda: self.embedder,
                                           self.swap_embedder, self.pause_requests)
         self.consolidation = ConsolidationService(store, clock)
+        self.recent_errors = RecentErrors()  # the Status page's tail of the log, once started
 
     # --- lifecycle ---------------------------------------------------------------------------
     @classmethod
@@ -278,6 +280,7 @@ class Runtime:
         if self.state is not State.STARTING:
             return
         self.store.start(self.spawner)
+        self.recent_errors.attach()
         self.state = State.WARMING
         self._spawn(WARM_THREAD, self._warm)
         self._spawn("velesmem-sweep", self._sweep_loop)
@@ -463,6 +466,7 @@ class Runtime:
         self.executor.shutdown(wait=True)
         self.search_pool.shutdown(wait=True)
         self.store.close()
+        self.recent_errors.detach()
         self.state = State.CLOSED
 
     def __enter__(self) -> Runtime:

@@ -83,6 +83,22 @@ def test_savings_aggregate_per_project_with_event_ttl(service, clock) -> None:
     assert service.savings()["events"] == 0
 
 
+def test_savings_series_sums_the_same_events_per_day_oldest_first(service, clock) -> None:
+    day = limits.SAVINGS_BUCKET_SECONDS
+    clock.now = 100 * day + 5
+    for _ in range(2):
+        service.compile_context(request(["word " * 300], budget=10, project="p"))
+    clock.now = 102 * day + 7
+    service.compile_context(request(["word " * 300], budget=10, project="p"))
+    series = service.savings_series("p")
+    assert series["bucket_seconds"] == day and series["truncated"] is False
+    assert [(pt["start"], pt["events"]) for pt in series["points"]] == [(100 * day, 2), (102 * day, 1)]
+    total = service.savings("p")
+    assert sum(pt["tokens_saved"] for pt in series["points"]) == total["tokens_saved"] > 0
+    assert sum(pt["tokens_in"] for pt in series["points"]) == total["tokens_in"]
+    assert service.savings_series("other")["points"] == []
+
+
 def test_savings_report_truncation_at_the_sweep_cap(service, monkeypatch) -> None:
     monkeypatch.setattr(store_module, "MAX_SAVINGS_EVENTS", 2)
     for _ in range(3):

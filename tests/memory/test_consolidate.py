@@ -228,3 +228,40 @@ def test_the_daemon_schedule_applies_runs(store_dir: Path) -> None:
             time.sleep(0.05)
         assert [m.id for m in rt.memory.list_memories().memories] == [b]
         assert rt.consolidation.preview().changes == ()
+
+
+def test_history_lists_applied_and_undone_runs_newest_first(mem: MemoryService,
+                                                            clock: Clock) -> None:
+    _dup_group(mem, clock)
+    service = _service(mem, clock)
+    first = service.apply()
+    service.undo(first.run or "")
+    clock.advance(5)
+    second = service.apply()
+    runs = service.history()
+    assert [(r.run, r.state, r.undone, r.changes) for r in runs] == [
+        (second.run, "committed", False, 2), (first.run, "committed", True, 2)]
+    assert runs[0].applied_at > runs[1].applied_at
+
+
+def test_report_of_a_past_run_names_its_changes_with_texts(mem: MemoryService,
+                                                         clock: Clock) -> None:
+    _, _, c = _dup_group(mem, clock)
+    service = _service(mem, clock)
+    applied = service.apply()
+    report = service.report(applied.run or "")
+    assert (report.run, report.applied, report.undone) == (applied.run, True, False)
+    assert report.changes == applied.changes
+    assert report.texts[to_i64(c)].startswith("600 requests a minute")
+    assert len(service.report(applied.run or "", shown=1).texts) == 2  # one change: its two ends
+    with pytest.raises(NotFound):
+        service.report("consolidate-0000")
+
+
+def test_a_preview_fingerprint_changes_with_the_plan(mem: MemoryService, clock: Clock) -> None:
+    service = _service(mem, clock)
+    empty = service.preview().fingerprint
+    _dup_group(mem, clock)
+    shown = service.preview()
+    assert shown.fingerprint != empty
+    assert service.preview().fingerprint == shown.fingerprint  # same plan, same digest

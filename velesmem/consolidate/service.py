@@ -38,11 +38,30 @@ class RunReport:
     changes: tuple[Change, ...]
     texts: dict[int, str] = field(default_factory=dict)  # key -> the start of its content
 
+    @property
+    def fingerprint(self) -> str:
+        """A digest of the changes: a run applied from a preview shown earlier (the dashboard's
+        form) checks that the plan made now is still the one that was shown."""
+        record = [[c.src, c.dst, c.reason] for c in self.changes]
+        return hashlib.sha256(json.dumps(record).encode()).hexdigest()[:32]
+
     def to_dict(self) -> dict[str, Any]:
         return {"run": self.run, "applied": self.applied, "undone": self.undone,
                 "changes": [{"id": str(to_u64(c.src)), "into": str(to_u64(c.dst)),
                              "reason": c.reason, "fact": self.texts.get(c.src, ""),
                              "kept": self.texts.get(c.dst, "")} for c in self.changes]}
+
+
+@dataclass(frozen=True)
+class PastRun:
+    """One journaled run: its id, journal state, when it was applied, whether it was undone,
+    and how many facts it archived."""
+
+    run: str
+    state: str
+    applied_at: float
+    undone: bool
+    changes: int
 
 
 class ConsolidationService:
@@ -114,6 +133,29 @@ class ConsolidationService:
             self.store.update_job(run, self._clock(),
                                   result={**job.result, "undone": True}).result()
         return RunReport(run, False, True, changes, self._texts(changes, self._clock()))
+
+    def history(self, limit: int = limits.CONSOLIDATION_HISTORY) -> list[PastRun]:
+        """The journaled runs, newest first (at most ``limit``): applied, undone, or left
+        ``accepted`` by a process killed before its transaction (those applied nothing)."""
+        out = []
+        for job in self.store.recent_jobs(RUN_KIND, limit):
+            result = job.result or {}
+            changes = result.get("changes") or (job.payload or {}).get("changes") or []
+            out.append(PastRun(job.id, job.state, job.created_at, bool(result.get("undone")),
+                               len(changes)))
+        return out
+
+    def report(self, run: str, shown: int = limits.CONSOLIDATION_REPORT_SHOWN) -> RunReport:
+        """A past run's report: its changes (the first ``shown`` with their texts)."""
+        job = self.store.get_job(run) if isinstance(run, str) else None
+        if job is None or job.kind != RUN_KIND:
+            raise NotFound(f"no consolidation run {run!r}")
+        result = job.result or {}
+        record = result.get("changes") or (job.payload or {}).get("changes") or []
+        changes = tuple(Change(int(s), int(d), str(r)) for s, d, r in record)
+        texts = self._texts(changes[:max(shown, 0)], self._clock())
+        return RunReport(run, job.state == "committed", bool(result.get("undone")), changes,
+                         texts)
 
     def runs(self) -> list[Job]:
         """Not-yet-committed runs (a run killed before its transaction: nothing was applied)."""

@@ -11,7 +11,7 @@ from velesmem.context.budgets import suggest_budget as _suggest_budget
 from velesmem.context.compiler import Compilation, FusedRecaller, compile_request, stringify_ids
 from velesmem.context.ingest import IngestBudget, IngestRoots, read_path
 from velesmem.context.model import echo, parse_bool, parse_compile_request, parse_int, parse_str, parse_u64
-from velesmem.context.store import ContextStore, StoredSource
+from velesmem.context.store import EVENT_AT, ContextStore, StoredSource
 from velesmem.context.transcript import (FORMATS, segment_transcript, segments_to_fragments,
                                          transcript_warnings)
 from velesmem.context.working import check_name, normalize_working
@@ -22,6 +22,7 @@ from velesmem.limits import (
     MAX_FRAGMENT_BYTES,
     MAX_OTHER_SESSIONS,
     MAX_TRANSCRIPT_BYTES,
+    SAVINGS_BUCKET_SECONDS,
 )
 
 
@@ -187,6 +188,25 @@ class ContextService:
             "cost_saved_micros_by_currency": dict(sorted(cost.items())),
             "truncated": truncated,
         }
+
+    def savings_series(self, project: Any = None,
+                       bucket_seconds: int = SAVINGS_BUCKET_SECONDS) -> dict[str, Any]:
+        """``savings`` over time: the same events summed per ``bucket_seconds`` (a UTC day by
+        default), oldest first, only the buckets that hold events; ``truncated`` as there."""
+        if project is not None:
+            project = parse_str(project, "project")
+        step = parse_int(bucket_seconds, "bucket_seconds", lo=1)
+        events, truncated = self.store.events(project) if self.store is not None else ([], False)
+        buckets: dict[int, dict[str, int]] = {}
+        for e in events:
+            start = int(float(e.get(EVENT_AT, 0.0)) // step * step)
+            b = buckets.setdefault(start, {"events": 0, "tokens_in": 0, "tokens_out": 0,
+                                           "tokens_saved": 0})
+            b["events"] += 1
+            for name in ("tokens_in", "tokens_out", "tokens_saved"):
+                b[name] += int(e.get(name, 0))
+        return {"bucket_seconds": step, "truncated": truncated,
+                "points": [{"start": start, **buckets[start]} for start in sorted(buckets)]}
 
     @staticmethod
     def suggest_budget(target_model: Any, reserve_tokens: Any = 0) -> dict[str, Any]:

@@ -23,6 +23,7 @@ KIND_SOURCE = "ctx_source"
 KIND_EVENT = "ctx_event"
 KIND_WORKING = "ctx_working"
 KIND_WORKING_INDEX = "ctx_working_index"
+EVENT_AT = "at"  # the key of an event's recording time (epoch seconds) in ``events()``
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,8 @@ class ContextStore(Protocol):
     def put_source(self, content_hash: int, source: StoredSource, ttl_seconds: int | None) -> None: ...
     def get_source(self, content_hash: int) -> StoredSource | None: ...
     def record_event(self, project: str | None, event: dict[str, Any], ttl_seconds: int | None) -> None: ...
-    def events(self, project: str | None) -> tuple[list[dict[str, Any]], bool]: ...
+    def events(self, project: str | None) -> tuple[list[dict[str, Any]], bool]:
+        """Recorded events (newest first), each with ``EVENT_AT``: when it was recorded."""
     def put_working(self, project: str, session: str, working: dict[str, Any]) -> tuple[int, int]: ...
     def get_working(self, project: str, session: str) -> dict[str, Any] | None: ...
     def sessions(self, project: str) -> list[SessionEntry]: ...
@@ -129,7 +131,7 @@ class MemoryContextStore:
     def events(self, project: str | None) -> tuple[list[dict[str, Any]], bool]:
         where = {"project": project} if project is not None else None
         facts, truncated = self.memory.scan_internal(KIND_EVENT, where=where, limit=MAX_SAVINGS_EVENTS)
-        return [f.metadata for f in facts], truncated
+        return [{**f.metadata, EVENT_AT: f.updated_at} for f in facts], truncated
 
     def put_working(self, project: str, session: str, working: dict[str, Any]) -> tuple[int, int]:
         fid = working_context_id(project, session)
@@ -204,6 +206,7 @@ class InMemoryContextStore:
         if project is not None:
             meta["project"] = project
         now = self.now()
+        meta[EVENT_AT] = now
         with self._lock:
             self._purge_events(now)
             self._events.insert(0, (meta, None if ttl_seconds is None else now + ttl_seconds))

@@ -270,6 +270,10 @@ class JobStore(Protocol):
     def pending_jobs(self, kind: str, limit: int) -> list[Job]:
         """Non-terminal jobs of ``kind``, oldest first (running ones first: resumed)."""
 
+    def recent_jobs(self, kind: str, limit: int) -> list[Job]:
+        """Jobs of ``kind`` in any state, newest first (created_at, then id, descending): a
+        journal to show, read-only; at most ``limit``."""
+
     def claim_job(self, kind: str, now: float) -> Future[Job | None]:
         """Atomically move the oldest accepted job of ``kind`` to running (None: none left).
         With several daemons on one database, each job is claimed by exactly one."""

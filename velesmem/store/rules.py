@@ -98,4 +98,5 @@ def claimable(column: str = "state") -> str:
 
 
 RESUME_ORDER = f"{claimable()}, created_at, id"  # running jobs first (resumed), then oldest
+RECENT_ORDER = "created_at DESC, id DESC"  # a journal shown newest first
 CLAIM_ORDER = "created_at, id"  # the oldest accepted job is claimed first

@@ -87,6 +87,19 @@ def test_jobs_are_created_once_claimed_in_order_and_end_terminal(store: Store) -
     assert store.get_job("job-404") is None
 
 
+def test_recent_jobs_lists_every_state_of_one_kind_newest_first(store: Store) -> None:
+    for n in (1, 3, 2):
+        store.create_job(job(n), max_pending=10).result()
+    store.create_job(job(4, kind="other"), max_pending=10).result()
+    store.update_job("job-1", NOW + 20, state="committed", result={"done": True}).result()
+    recent = store.recent_jobs("extraction", 10)
+    assert [(j.id, j.state) for j in recent] == [
+        ("job-3", "accepted"), ("job-2", "accepted"), ("job-1", "committed")]
+    assert recent[2].result == {"done": True}
+    assert [j.id for j in store.recent_jobs("extraction", 2)] == ["job-3", "job-2"]
+    assert store.recent_jobs("nothing", 10) == []
+
+
 def test_a_second_space_is_built_then_serves(store: Store) -> None:
     texts = [f"space fact {n}" for n in range(12)]
     for n, t in enumerate(texts):

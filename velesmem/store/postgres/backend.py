@@ -507,6 +507,10 @@ class PostgresStore:
         with self._conn() as conn:
             return jobs.pending(self, conn, kind, limit)
 
+    def recent_jobs(self, kind: str, limit: int) -> list[Job]:
+        with self._conn() as conn:
+            return jobs.recent(conn, kind, limit)
+
     def claim_job(self, kind: str, now: float) -> Future[Job | None]:
         return self._submit(jobs.claim(self, kind, now))
 

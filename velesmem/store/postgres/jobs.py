@@ -47,6 +47,13 @@ def get(conn: Conn, job_id: str) -> JobRecord | None:
     return None if row is None else from_row(row)
 
 
+def recent(conn: Conn, kind: str, limit: int) -> list[JobRecord]:
+    """Jobs of ``kind`` in any state, newest first (read-only: no lease is taken)."""
+    rows = conn.execute(f"SELECT {COLUMNS} FROM jobs WHERE kind = %s "
+                        f"ORDER BY {rules.RECENT_ORDER} LIMIT %s", (kind, limit)).fetchall()
+    return [from_row(r) for r in rows]
+
+
 class Leases:
     """The advisory locks of the jobs this process runs, on one connection of their own."""
 

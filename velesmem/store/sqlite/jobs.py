@@ -34,5 +34,11 @@ class JobPart(StorePart):
             (kind, limit)).fetchall()
         return [writes.job_from_row(r) for r in rows]
 
+    def recent_jobs(self, kind: str, limit: int) -> list[Job]:
+        rows = self.reader().execute(
+            f"SELECT {writes.JOB_COLUMNS} FROM jobs WHERE kind = ? "
+            f"ORDER BY {rules.RECENT_ORDER} LIMIT ?", (kind, limit)).fetchall()
+        return [writes.job_from_row(r) for r in rows]
+
     def claim_job(self, kind: str, now: float) -> Future[Job | None]:
         return self._submit(writes.claim_job(kind, now))

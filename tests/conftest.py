@@ -271,7 +271,7 @@ def _isolated_home(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
     # The offline hash embedder unless a test asks for another: fast and deterministic. (A new
     # store's default, `local` when velesmem[embed] is installed, has tests of its own.)
     monkeypatch.setenv("VELESDB_MEMORY_EMBEDDER", "hash")
-    # Near-duplicate collapsing off unless a test asks for it (tests/memory/test_duplicates.py):
+    # Near-duplicate collapsing (on by default) off unless a test asks (tests/memory/test_duplicates.py):
     # ranking oracles and fixtures of near-identical synthetic texts expect every fact back.
     monkeypatch.setenv("VELESDB_MEMORY_DEDUP", "off")
     if store_backend == "postgres" and "sqlite_only" not in request.keywords:

@@ -188,10 +188,10 @@ SETTINGS: tuple[Setting, ...] = (
             "velesmem[embed] is installed, else hash."),
     Setting("recall_mode", "RECALL_MODE", _parse_recall_mode, lambda: "hybrid",
             "Ranking for recall: 'hybrid' (BM25 + vector, default) or 'vector' (vector only)."),
-    Setting("dedup", "DEDUP", _parse_bool, lambda: False,
-            "Near-duplicate facts: on links a fact remembered in the same scope as a "
+    Setting("dedup", "DEDUP", _parse_bool, lambda: True,
+            "Near-duplicate facts: on (default) links a fact remembered in the same scope as a "
             "live fact saying the same thing duplicate_of it, and recall/why show one "
-            "representative per group with the others' ids in duplicates; off (default) does neither."),
+            "representative per group with the others' ids in duplicates; off does neither."),
     Setting("duplicate_scope_keys", "DUPLICATE_SCOPE_KEYS", _parse_keys, lambda: ("project",),
             "Comma-separated metadata keys that scope duplicates: two facts are compared only "
             "when these keys have the same values. Default project."),
@@ -281,7 +281,7 @@ class Settings:
     backend: str = "sqlite"
     database_url: str = field(default="", repr=False)  # a secret: never in a repr or a log
     recall_mode: str = "hybrid"
-    dedup: bool = False
+    dedup: bool = True
     duplicate_scope_keys: tuple[str, ...] = ("project",)
     http: bool = False
     http_bind: str = f"{limits.DEFAULT_HTTP_HOST}:{limits.DEFAULT_HTTP_PORT}"

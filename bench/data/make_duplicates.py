@@ -2,7 +2,10 @@
 
 Each template is one project fact with several paraphrases sharing slot values. Pairs:
 paraphrase (label 1: two wordings, same values), near-miss (label 0: one value, number, name or
-the negation changed), same-topic (label 0: two different facts about the same system).
+the negation changed), containment (label 0: a short fact beside a longer one that contains it and
+says more), same-topic (label 0: two different facts about the same system). Beside the
+templates, hand-written pairs as agents store them (REAL: terse notes, titles, log-like lines,
+topics prefixed ``real-``) add paraphrases and non-duplicates not shaped by any template.
 Run: python bench/data/make_duplicates.py
 """
 
@@ -185,6 +188,117 @@ SAME_TOPIC = {
 }
 
 
+# a longer fact per topic that contains a template's fact and says more (label 0 against it):
+# "deploy canary pool" is not a duplicate of "deploy canary pool minimum raised after the review"
+CONTAINS = {
+    "ratelimit": "{fact} Bursts above it are queued for 30 seconds, then rejected with HTTP 429.",
+    "secrets": "{fact} Rotation is manual, audited by the security team each quarter.",
+    "auth": "{fact} Refresh tokens last six months and are revoked on password change.",
+    "deploy": "{fact} Hotfixes may go out any day with an approval from the release manager.",
+    "billing": "{fact} Credit notes and refunds go to a separate ledger table.",
+    "runtime": "{fact} The data pipeline is still on an older interpreter until Q3.",
+    "ops": "{fact} It also exposes pprof profiles behind the admin token.",
+    "oncall": "{fact} Escalations go to the engineering manager after 20 minutes.",
+    "flags": "{fact} Client-side overrides are allowed only in debug builds.",
+    "ui": "{fact} High-contrast mode must be switched on by hand in the settings.",
+    "jobs": "{fact} After the last retry it opens a ticket for the storage team.",
+    "cache": "{fact} The cache is flushed on every schema migration.",
+    "storage": "{fact} Writes need the data-eng role and are logged.",
+    "gateway": "{fact} Multipart uploads are limited to 10,000 parts.",
+    "infra": "{fact} A warm standby runs in a second region for failover.",
+    "observability": "{fact} Alert thresholds there are reviewed every sprint.",
+    "process": "{fact} Action items get a Jira ticket and an owner.",
+    "crawler": "{fact} Retries use exponential backoff capped at five minutes.",
+    "ci": "{fact} Generated code is excluded from the measurement.",
+    "db": "{fact} Rollback scripts must be attached to the pull request.",
+    "search": "{fact} A full reindex runs on Sunday nights.",
+}
+
+# hand-written pairs, closer to what agents store: (a, b, label, topic)
+REAL: list[tuple[str, str, int, str]] = [
+    # release process
+    ("deploy canary pool", "deploy canary pool minimum raised after the review", 0, "real-release"),
+    ("Canary deploys go to 5% of the pool first.", "We roll canaries out to five percent of the pool before the rest.", 1, "real-release"),
+    ("Canary deploys go to 5% of the pool first.", "Canary deploys go to 10% of the pool first.", 0, "real-release"),
+    ("Release branches are cut on Wednesday.", "We cut the release branch every Wednesday.", 1, "real-release"),
+    ("Release branches are cut on Wednesday.", "Release branches are cut on Wednesday and frozen on Friday after the QA sign-off.", 0, "real-release"),
+    ("Release notes are written by the PM.", "The PM writes the release notes.", 1, "real-release"),
+    ("Release notes are written by the PM.", "Release notes are reviewed by the tech lead.", 0, "real-release"),
+    ("rollback: use the deploy bot", "Rollbacks are done with the deploy bot.", 1, "real-release"),
+    ("rollback: use the deploy bot", "rollback: use the deploy bot, then page the on-call SRE and post in the incident channel", 0, "real-release"),
+    ("Hotfix tags start with hf-.", "Release tags start with v.", 0, "real-release"),
+    # people and ownership
+    ("Kenji Sato owns the rate limiter.", "The rate limiter is owned by Kenji Sato.", 1, "real-people"),
+    ("Kenji Sato owns the rate limiter.", "Kenji Sato owns the billing service.", 0, "real-people"),
+    ("Kenji Sato owns the rate limiter.", "Maria Lopez owns the rate limiter.", 0, "real-people"),
+    ("Ask Priya about the Vault policies.", "Priya is the person to ask about Vault policies.", 1, "real-people"),
+    ("Ask Priya about the Vault policies.", "Ask Priya about the Vault policies before touching the prod namespace; she rotates the root token on Mondays.", 0, "real-people"),
+    ("Lars is on leave until March 3.", "Lars is out until March 3.", 1, "real-people"),
+    ("Lars is on leave until March 3.", "Lars is on leave until March 10.", 0, "real-people"),
+    ("Chen reviews all frontend PRs.", "All frontend pull requests are reviewed by Chen.", 1, "real-people"),
+    ("Chen reviews all frontend PRs.", "Chen reviews all backend PRs.", 0, "real-people"),
+    ("Aisha leads the search team.", "The search team reports to Aisha.", 1, "real-people"),
+    # coding conventions
+    ("Use httpx, not requests, for new HTTP code.", "New HTTP code should use httpx instead of requests.", 1, "real-code"),
+    ("Use httpx, not requests, for new HTTP code.", "Use requests, not httpx, for new HTTP code.", 0, "real-code"),
+    ("Tests must not hit the network.", "No test may make a network call.", 1, "real-code"),
+    ("Tests must not hit the network.", "Integration tests may hit the staging network.", 0, "real-code"),
+    ("type hints required on public functions", "Public functions need type hints.", 1, "real-code"),
+    ("type hints required on public functions", "type hints required on public functions; mypy runs in strict mode in CI and blocks the merge", 0, "real-code"),
+    ("Line length is 100 characters.", "Keep lines under 100 characters.", 1, "real-code"),
+    ("Line length is 100 characters.", "Line length is 120 characters.", 0, "real-code"),
+    ("Prefer dataclasses over dicts inside services.", "Inside services, use dataclasses rather than dicts.", 1, "real-code"),
+    ("Prefer dataclasses over dicts inside services.", "Use pydantic models at the API boundary.", 0, "real-code"),
+    ("snake_case for JSON fields", "JSON field names are snake_case.", 1, "real-code"),
+    ("snake_case for JSON fields", "camelCase for JSON fields", 0, "real-code"),
+    # incidents and ops
+    ("The March 12 outage was caused by an expired TLS certificate.", "An expired TLS certificate caused the outage on March 12.", 1, "real-incident"),
+    ("The March 12 outage was caused by an expired TLS certificate.", "The March 19 outage was caused by an expired TLS certificate.", 0, "real-incident"),
+    ("The March 12 outage was caused by an expired TLS certificate.", "The March 12 outage was caused by a full disk.", 0, "real-incident"),
+    ("Disk alerts fire at 85% usage.", "We alert when a disk is 85% full.", 1, "real-incident"),
+    ("Disk alerts fire at 85% usage.", "Disk alerts fire at 85% usage; at 95% the node is drained automatically and replaced.", 0, "real-incident"),
+    ("Kafka consumer lag pages on-call above 10k messages.", "On-call gets paged when Kafka consumer lag goes over 10k messages.", 1, "real-incident"),
+    ("Kafka consumer lag pages on-call above 10k messages.", "Kafka consumer lag pages on-call above 50k messages.", 0, "real-incident"),
+    ("The Redis cluster is not backed up.", "There are no backups of the Redis cluster.", 1, "real-incident"),
+    ("The Redis cluster is not backed up.", "The Redis cluster is backed up nightly.", 0, "real-incident"),
+    ("postgres failover", "postgres failover takes about 40 seconds and drops open transactions", 0, "real-incident"),
+    # product and users
+    ("Customers on the free plan get 3 projects.", "The free plan allows three projects per customer.", 1, "real-product"),
+    ("Customers on the free plan get 3 projects.", "Customers on the free plan get 5 projects.", 0, "real-product"),
+    ("Customers on the free plan get 3 projects.", "Customers on the pro plan get unlimited projects.", 0, "real-product"),
+    ("The export button is hidden for viewers.", "Viewers do not see the export button.", 1, "real-product"),
+    ("The export button is hidden for viewers.", "The export button is hidden for viewers and editors unless the workspace admin enables exports.", 0, "real-product"),
+    ("Trial length is 14 days.", "Trials last 14 days.", 1, "real-product"),
+    ("Trial length is 14 days.", "Trial length is 30 days.", 0, "real-product"),
+    ("Invoices are sent in EUR for EU customers.", "EU customers are invoiced in EUR.", 1, "real-product"),
+    ("Invoices are sent in EUR for EU customers.", "Invoices are sent in GBP for UK customers.", 0, "real-product"),
+    ("onboarding email", "onboarding email goes out one hour after signup, then a reminder on day 3", 0, "real-product"),
+    # architecture
+    ("The API gateway is Envoy.", "We use Envoy as the API gateway.", 1, "real-arch"),
+    ("The API gateway is Envoy.", "The API gateway is Kong.", 0, "real-arch"),
+    ("Search runs on OpenSearch 2.11.", "OpenSearch 2.11 powers search.", 1, "real-arch"),
+    ("Search runs on OpenSearch 2.11.", "Search runs on OpenSearch 2.13.", 0, "real-arch"),
+    ("The billing service talks to Stripe through a queue.", "Billing calls to Stripe go through a queue.", 1, "real-arch"),
+    ("The billing service talks to Stripe through a queue.", "The billing service talks to Stripe directly.", 0, "real-arch"),
+    ("Service-to-service auth uses mTLS.", "Services authenticate to each other with mTLS.", 1, "real-arch"),
+    ("Service-to-service auth uses mTLS.", "Service-to-service auth uses mTLS, with certificates issued by Vault and rotated every 24 hours by the sidecar.", 0, "real-arch"),
+    ("The monolith still handles user signups.", "User signups are still handled by the monolith.", 1, "real-arch"),
+    ("The monolith still handles user signups.", "The monolith still handles password resets.", 0, "real-arch"),
+    ("rate limiter", "rate limiter moved to the edge proxy in May", 0, "real-arch"),
+    # schedule and meetings
+    ("Standup is at 9:30 on weekdays.", "The daily standup starts at 9:30 every weekday.", 1, "real-schedule"),
+    ("Standup is at 9:30 on weekdays.", "Standup is at 10:00 on weekdays.", 0, "real-schedule"),
+    ("Retro happens every other Friday.", "We hold the retro on alternate Fridays.", 1, "real-schedule"),
+    ("Retro happens every other Friday.", "Planning happens every other Monday.", 0, "real-schedule"),
+    ("Code freeze starts December 15.", "The code freeze begins on December 15.", 1, "real-schedule"),
+    ("Code freeze starts December 15.", "Code freeze starts December 18.", 0, "real-schedule"),
+    ("Code freeze starts December 15.", "Code freeze starts December 15 and ends January 5; only P0 fixes merge during it.", 0, "real-schedule"),
+    ("The team offsite is in Lisbon.", "Our offsite will be held in Lisbon.", 1, "real-schedule"),
+    ("The team offsite is in Lisbon.", "The team offsite is in Porto.", 0, "real-schedule"),
+    ("sprint review", "sprint review moved to Thursday afternoons for the new time zone", 0, "real-schedule"),
+]
+
+
 def fill(form: str, values: dict[str, str]) -> str:
     text = form.format(**values)
     return text[0].upper() + text[1:]
@@ -212,10 +326,22 @@ def pairs(rng: random.Random) -> list[dict[str, object]]:
                 for neg in negated:
                     out.append({"a": fill(rng.choice(forms), vals), "b": fill(neg, vals),
                                 "label": 0, "kind": "near_miss", "topic": topic})
+            fact = fill(rng.choice(forms), vals)
+            out.append({"a": fact, "b": CONTAINS[topic].format(fact=fact), "label": 0,
+                        "kind": "containment", "topic": topic})
             for unrelated in SAME_TOPIC[topic]:
                 out.append({"a": fill(rng.choice(forms), vals), "b": unrelated, "label": 0,
                             "kind": "same_topic", "topic": topic})
+    for a, b, label, topic in REAL:
+        kind = "paraphrase" if label else ("containment" if _contained(a, b) else "near_miss")
+        out.append({"a": a, "b": b, "label": label, "kind": kind, "topic": topic})
     return out
+
+
+def _contained(a: str, b: str) -> bool:
+    """Whether the shorter text's words all appear in the longer one."""
+    wa, wb = (set(t.lower().strip(".,;:") for t in x.split()) for x in (a, b))
+    return (wa < wb or wb < wa)
 
 
 def main() -> None:

@@ -115,6 +115,39 @@ def test_forgotten_original_leaves_the_new_fact_stored_unlinked(mem: MemoryServi
     assert [m.id for m in mem.list_memories().memories] == [second]
 
 
-def test_dedup_setting_defaults_off_and_parses_on() -> None:
-    assert Settings.from_env({}, record={}).dedup is False
-    assert Settings.from_env({"VELESDB_MEMORY_DEDUP": "on"}, record={}).dedup is True
+def test_dedup_setting_defaults_on_and_parses_off() -> None:
+    assert Settings.from_env({}, record={}).dedup is True
+    assert Settings.from_env({"VELESDB_MEMORY_DEDUP": "off"}, record={}).dedup is False
+
+
+@pytest.mark.parametrize(("short", "longer"), [
+    ("deploy canary pool", "deploy canary pool minimum raised after the review"),
+    ("The session cache stores permanent entries.",
+     "The session cache stores permanent entries. The cache is flushed on every schema migration."),
+])
+def test_short_fact_contained_in_a_longer_one_is_not_its_duplicate(short: str,
+                                                                   longer: str) -> None:
+    a, b = dup.signature(short), dup.signature(longer)
+    assert not dup.is_duplicate(a, b)
+    assert not dup.is_duplicate(a, b, 0.99)  # whatever the vectors say
+
+
+def test_two_words_swapped_for_another_object_is_not_a_duplicate() -> None:
+    assert not dup.is_duplicate(dup.signature("Kenji Sato owns the rate limiter."),
+                                dup.signature("Kenji Sato owns the billing service."))
+    # with a shared number the one-word rule still lets rewordings through
+    assert dup.is_duplicate(dup.signature("Access tokens expire after 30 days."),
+                            dup.signature("Access tokens have a lifetime of 30 days."))
+
+
+def test_contained_fact_remembered_is_not_linked(mem: MemoryService) -> None:
+    mem.remember("deploy canary pool", metadata={"project": "api"})
+    longer = mem.remember("deploy canary pool minimum raised after the review",
+                          metadata={"project": "api"}).id
+    assert _edges(mem, longer) == []
+
+
+def test_thresholds_follow_the_embedder_family() -> None:
+    assert dup.thresholds("local:all-MiniLM-L6-v2-qint8") == dup.TUNED["local"]
+    assert dup.thresholds("velesmem-hash-words-v1") == dup.TUNED["hash"]
+    assert dup.thresholds("ollama:nomic-embed-text").cosine == dup.COSINE_THRESHOLD

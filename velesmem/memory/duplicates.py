@@ -18,10 +18,31 @@ from typing import Any
 from velesmem.store import FactStore, SearchStore
 
 RELATION = "duplicate_of"
-# calibrated on the tuning half of bench/data/duplicates.jsonl (bench/duplicates.py)
-LEXICAL_THRESHOLD = 0.5
-COSINE_THRESHOLD = 0.9
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """When two facts with the same values are duplicates: wording overlap or vector cosine."""
+
+    lexical: float
+    cosine: float
+
+
+# calibrated on the tuning half of bench/data/duplicates.jsonl (bench/duplicates.py), per
+# embedder family: the cosine scales differ. A fact not embedded yet is checked lexically.
+LEXICAL_THRESHOLD = 0.5  # lexical only (no vector at write time)
+COSINE_THRESHOLD = 0.9  # an embedder not calibrated here (ollama, openai): strict
+TUNED = {"hash": Thresholds(lexical=0.5, cosine=0.72),
+         "local": Thresholds(lexical=0.75, cosine=0.78)}
 MIN_SHARED_WORDS = 3
+# the longer fact must not say much more than the shorter: shared words / the longer's words.
+# A short fact contained in a longer one ("deploy canary pool" / "deploy canary pool minimum
+# raised after the review") is another fact, whatever the overlap with the shorter or the cosine.
+COVERAGE_THRESHOLD = 0.5
+CONTAINMENT_EXTRA = 3  # words the longer adds to the whole shorter: a fact that says more
+# up to this many unrelated words swapped on each side: another object ("the rate limiter" /
+# "the billing service"); one word only when both facts share a number, which anchors them
+SWAP_WORDS = 2
 CANDIDATES = 8  # text/vector candidates examined per remember
 MAX_GROUP = 64  # members gathered per duplicate group (bounded walk)
 
@@ -123,11 +144,28 @@ def lexical_similarity(a: Signature, b: Signature) -> float:
     shared = len(a.words & b.words)
     smaller = min(len(a.words), len(b.words))
     only_a, only_b = a.words - b.words, b.words - a.words
-    if len(only_a) == 1 and len(only_b) == 1 and not _variants(*only_a, *only_b):
-        return 0.0  # one word swapped for an unrelated one: another value, not a rewording
+    anchored = any(any(c.isdigit() for c in v) for v in a.values & b.values)
+    if _swapped(only_a, only_b, 1 if anchored else SWAP_WORDS):
+        return 0.0  # a word or two swapped for unrelated ones: another value, not a rewording
     if shared < MIN_SHARED_WORDS and shared < smaller:
         return 0.0
     return shared / smaller
+
+
+def _swapped(only_a: frozenset[str], only_b: frozenset[str], most: int) -> bool:
+    """Whether each side has at most ``most`` words of its own, none a form of the other
+    side's ("owns the rate limiter" / "owns the billing service"): another object, not a
+    rewording."""
+    if not only_a or not only_b or len(only_a) > most or len(only_b) > most:
+        return False
+    return not any(_variants(x, y) for x in only_a for y in only_b)
+
+
+def contains_more(a: Signature, b: Signature, extra: int = CONTAINMENT_EXTRA) -> bool:
+    """Whether the longer wording holds the shorter (all its words) and adds
+    ``extra`` words or more of its own: a fact that says more, not the same thing."""
+    short, long_ = sorted((a.words, b.words), key=len)
+    return short <= long_ and len(long_ - short) >= extra
 
 
 def _variants(x: str, y: str) -> bool:
@@ -145,14 +183,38 @@ def same_values(a: Signature, b: Signature) -> bool:
             and not swapped)
 
 
+def coverage(a: Signature, b: Signature) -> float:
+    """Shared words / the longer wording's words: low when one fact contains the other and
+    adds to it."""
+    longer = max(len(a.words), len(b.words))
+    return len(a.words & b.words) / longer if longer else 0.0
+
+
 def is_duplicate(a: Signature, b: Signature, cosine: float | None = None, *,
-                 lexical: float = LEXICAL_THRESHOLD, vector: float = COSINE_THRESHOLD) -> bool:
-    """Same values, and close wording or (when both have vectors) a close vector."""
-    if not same_values(a, b):
+                 lexical: float = LEXICAL_THRESHOLD, vector: float = COSINE_THRESHOLD,
+                 cover: float = COVERAGE_THRESHOLD) -> bool:
+    """Same values, neither saying much more than the other, and close wording or (when both
+    have vectors) a close vector."""
+    if not same_values(a, b) or coverage(a, b) < cover or contains_more(a, b):
         return False
     if lexical_similarity(a, b) >= lexical:
         return True
     return cosine is not None and cosine >= vector
+
+
+def family(model: str) -> str | None:
+    """The calibrated embedder family of a model identity ("hash", "local"), or None."""
+    if model.startswith("local:"):
+        return "local"
+    if model.startswith("velesmem-hash"):
+        return "hash"
+    return None
+
+
+def thresholds(model: str) -> Thresholds:
+    """The thresholds for facts embedded by ``model`` (strict when it is not calibrated)."""
+    known = family(model)
+    return TUNED[known] if known else Thresholds(LEXICAL_THRESHOLD, COSINE_THRESHOLD)
 
 
 def scope_of(metadata: Mapping[str, Any], keys: Sequence[str]) -> tuple[Any, ...]:
@@ -162,9 +224,10 @@ def scope_of(metadata: Mapping[str, Any], keys: Sequence[str]) -> tuple[Any, ...
 
 def find_original(store: SearchStore, facts: FactStore, key: int, content: str,
                   metadata: Mapping[str, Any], scope_keys: Sequence[str], now: float,
-                  vector: Any = None) -> int | None:
+                  vector: Any = None, tuned: Thresholds | None = None) -> int | None:
     """The live fact (int64 key) ``content`` duplicates in its scope, at the root of its group,
-    or None. Candidates: the best BM25 matches and, with a vector, the nearest vectors."""
+    or None. Candidates: the best BM25 matches and, with a vector, the nearest vectors;
+    ``tuned`` (the embedder's thresholds) applies with a vector, the lexical one without."""
     keys, scores = store.text_search(content, None)
     order = sorted(range(len(keys)), key=lambda i: -float(scores[i]))[:CANDIDATES]
     candidates = [int(keys[i]) for i in order]
@@ -186,7 +249,13 @@ def find_original(store: SearchStore, facts: FactStore, key: int, content: str,
         if row is None or scope_of(row.metadata, scope_keys) != scope:
             continue
         theirs = signature(row.content)
-        if is_duplicate(mine, theirs, cosines.get(c)):
+        near = cosines.get(c)
+        if near is None:
+            found = is_duplicate(mine, theirs)
+        else:
+            limit = tuned or Thresholds(LEXICAL_THRESHOLD, COSINE_THRESHOLD)
+            found = is_duplicate(mine, theirs, near, lexical=limit.lexical, vector=limit.cosine)
+        if found:
             score = max(lexical_similarity(mine, theirs), cosines.get(c, 0.0))
             if best is None or score > best[0]:
                 best = (score, c)

@@ -178,7 +178,8 @@ class MemoryService:
         original = None
         if self.settings.dedup:
             original = mdup.find_original(self.store, self.store, to_i64(fid), content, meta,
-                                          self.settings.duplicate_scope_keys, now, vector)
+                                          self.settings.duplicate_scope_keys, now, vector,
+                                          mdup.thresholds(self.embedder.model))
         write = FactWrite(to_i64(fid), content, meta_json, vector, now,
                           None if ttl is None else now + ttl,
                           tuple((to_i64(t), r) for t, r in pairs))

@@ -12,6 +12,11 @@ confidence and counts, creation and update times and expiry, internal scaffoldin
 own hubs and edges come back, nothing more. Facts already expired are skipped, with their
 edges. It works for any backend pair: a SQLite backup restored, or a personal store moved to a
 team's PostgreSQL database (docs/team.md).
+
+With ``--from SOURCE`` it reads another memory server's data instead (server-memory,
+mcp-memory-service, basic-memory, mem0, claude-code; docs/import.md): every item of PATH is
+read and checked first, then what the store does not hold yet is written in one transaction
+(a second run adds nothing), and a summary says what came across and what was skipped, why.
 """
 
 from __future__ import annotations
@@ -28,10 +33,19 @@ PROGRESS_EVERY_S = 0.5
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from velesmem.importers import NATIVE, SOURCES
+
     parser = subparsers.add_parser(
-        "import", help="restore an export (JSON Lines) into the configured store, all or nothing",
+        "import", help="restore an export (JSON Lines), or import another memory server's data "
+                       "(--from), into the configured store, all or nothing",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("file", type=Path, help="a file written by `velesdb-memory export`")
+    parser.add_argument("file", type=Path, metavar="PATH",
+                        help="a file written by `velesdb-memory export`, or with --from the "
+                             "source's file or folder")
+    parser.add_argument("--from", dest="source", default=NATIVE, choices=[NATIVE, *SOURCES],
+                        metavar="SOURCE",
+                        help=f"what PATH holds: {NATIVE} (default: a velesmem export) or "
+                             f"{', '.join(SOURCES)} (docs/import.md)")
     parser.add_argument("--path", type=Path, default=None,
                         help="store directory for the sqlite backend (default "
                              "VELESDB_MEMORY_PATH)")
@@ -49,12 +63,14 @@ class Progress:
         self.out = out
         self._last = (0.0, "")
 
-    def __call__(self, phase: str, done: int, total: int) -> None:
+    def __call__(self, phase: str, done: int, total: int | None) -> None:
         now = time.monotonic()
         if phase == self._last[1] and now - self._last[0] < PROGRESS_EVERY_S:
             return
         self._last = (now, phase)
-        self.out.write(f"import: {done:,}/{total:,} facts {phase}\n")
+        shown = f"{done:,}" if total is None else f"{done:,}/{total:,}"
+        noun = "items" if total is None else "facts"
+        self.out.write(f"import: {shown} {noun} {phase}\n")
         self.out.flush()
 
 
@@ -74,6 +90,10 @@ def run(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
     if args.path is not None:
         settings = settings.with_overrides(path=args.path.expanduser())
+    if args.source != "native":
+        from velesmem.cli.import_source import run_source
+
+        return run_source(args.source, args.file, settings, Progress(sys.stderr))
     checked = check_file(args.file, max_line_bytes=args.max_line_bytes)
     say(f"import: {args.file} checked: {len(checked.facts):,} facts and "
         f"{len(checked.edges):,} edges")

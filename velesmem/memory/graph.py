@@ -2,9 +2,12 @@
 
 Entity hubs are passed through, not reported: a fact's ``about`` edge to a hub and the hub's
 ``mentions`` edges to other facts make one hop, reported as an edge ``A → B`` labelled
-``via <entity>`` — so an answer names the identifier or entity that connected it. Hub-to-hub
-relations are not walked (``entity`` answers those). Budgets: at most 64 edges followed out of
-any node (or hub), 500 nodes, 2000 edges per walk. An edge to an already-visited node is still
+``via <entity>`` — so an answer names the identifier or entity that connected it. A typed
+relation from that hub to another hub (``alice leads payments``, from an extractor or an
+imported knowledge graph) is passed through the same way: ``A → C`` for each fact ``C`` the
+other hub mentions, labelled ``via <entity> <relation> <other entity>``, still one hop.
+Budgets: at most 64 edges followed out of any node (or hub), relations looked for among a hub's
+first 4096 edges, 500 nodes, 2000 edges per walk. An edge to an already-visited node is still
 reported. ``truncated`` is set when a budget cut the walk, or when the hop limit stopped it while
 the last frontier still had outgoing edges.
 """
@@ -18,6 +21,7 @@ from velesmem.store import ENTITY_HUB_KIND, HUB_NAME_KEY, FactStore
 
 VIA = "via "
 MENTIONS = "mentions"
+SCAFFOLDING = frozenset({"about", MENTIONS})
 
 
 @dataclass
@@ -29,6 +33,7 @@ class Walk:
     edges: list[tuple[int, int, str]] = field(default_factory=list)
     hubs: dict[int, set[int]] = field(default_factory=dict)
     truncated: bool = False
+    hub_edges: dict[int, list[tuple[int, str]]] = field(default_factory=dict)  # read once a walk
 
 
 def _hub_names(store: FactStore, keys: list[int], now: float) -> dict[int, str]:
@@ -52,14 +57,40 @@ def _neighbours(store: FactStore, node: int, now: float,
         if dst not in hubs:
             result.append((dst, relation, None))
             continue
-        mentioned = [d for d, r in store.out_edges(dst, now, degree + 2) if r == MENTIONS]
-        mentioned = [d for d in mentioned if d != node]
-        if len(mentioned) > degree:
-            out.truncated = True
-            mentioned = mentioned[:degree]
         label = VIA + hubs[dst]
-        result.extend((fact, label, dst) for fact in mentioned)
+        result.extend((fact, label, dst) for fact in _mentioned(store, dst, node, now, out))
+        related = [(h, r) for h, r in _hub_edges(store, dst, now, out) if r not in SCAFFOLDING]
+        if len(related) > degree:
+            out.truncated = True
+            related = related[:degree]
+        others = _hub_names(store, [h for h, _ in related], now) if related else {}
+        for other, predicate in related:
+            if other in others:
+                label = f"{VIA}{hubs[dst]} {predicate} {others[other]}"
+                result.extend((fact, label, other)
+                              for fact in _mentioned(store, other, node, now, out))
     return result
+
+
+def _hub_edges(store: FactStore, hub: int, now: float, out: Walk) -> list[tuple[int, str]]:
+    """The first MAX_ENTITY_SCAN_EDGES edges out of ``hub`` (read once per walk)."""
+    edges = out.hub_edges.get(hub)
+    if edges is None:
+        edges = store.out_edges(hub, now, limits.MAX_ENTITY_SCAN_EDGES + 1)
+        if len(edges) > limits.MAX_ENTITY_SCAN_EDGES:
+            out.truncated = True
+            edges = edges[:limits.MAX_ENTITY_SCAN_EDGES]
+        out.hub_edges[hub] = edges
+    return edges
+
+
+def _mentioned(store: FactStore, hub: int, node: int, now: float, out: Walk) -> list[int]:
+    """The facts ``hub`` mentions other than ``node``, at most MAX_WHY_NODE_DEGREE."""
+    mentioned = [d for d, r in _hub_edges(store, hub, now, out) if r == MENTIONS and d != node]
+    if len(mentioned) > limits.MAX_WHY_NODE_DEGREE:
+        out.truncated = True
+        mentioned = mentioned[:limits.MAX_WHY_NODE_DEGREE]
+    return mentioned
 
 
 def walk(store: FactStore, seed: int, hops: int, now: float) -> Walk:

@@ -84,7 +84,7 @@ def check_stream(fh: BinaryIO, name: str, *,
     n = 0
     while True:
         n += 1
-        raw = _read_line(fh, max_line_bytes)
+        raw = read_line(fh, max_line_bytes)
         if raw is None:
             raise InvalidInput(f"{name}:{n}: the line is longer than {max_line_bytes:,} bytes "
                                "(import --max-line-bytes); it was not read further; nothing "
@@ -119,7 +119,7 @@ def check_stream(fh: BinaryIO, name: str, *,
     return out
 
 
-def _read_line(fh: BinaryIO, cap: int) -> bytes | None:
+def read_line(fh: BinaryIO, cap: int) -> bytes | None:
     """The next line (b"" at the end), or None once it passes ``cap`` bytes before its end:
     read in chunks, so a refused line is never held whole and never read past the cap."""
     parts: list[bytes] = []

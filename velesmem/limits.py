@@ -224,3 +224,10 @@ SCOPE_KEYS = ("project",)
 # --- the dashboard (velesmem/web/) --------------------------------------------------------------
 LOG_TAIL_RECORDS = 50  # recent warnings and errors the Status page shows (velesmem/logtail.py)
 LOG_TAIL_CHARS = 500  # characters kept of each
+MAX_FACT_PAGE_EDGES = 200  # links in and links out each shown on a fact's page
+DEFAULT_DASHBOARD_PAGE = 50  # facts a Memories page lists (keyset paging: one page read at a time)
+MAX_DASHBOARD_PAGE = 200
+DASHBOARD_CONCURRENT_REQUESTS = 2  # dashboard requests doing store work at once (/mcp never waits on them)
+MAX_DASHBOARD_FORM_BYTES = 64 * KIB  # a dashboard form's body; larger is refused unread
+MAX_DASHBOARD_SESSIONS = 256  # login sessions held in memory (the oldest is dropped beyond)
+DASHBOARD_SESSION_SECONDS = 12 * 3600  # a login session's lifetime

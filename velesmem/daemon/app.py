@@ -1,4 +1,5 @@
-"""The daemon's ASGI app: ``GET /health`` and the streamable-HTTP MCP endpoint at ``/mcp``, behind
+"""The daemon's ASGI app: ``GET /health``, the streamable-HTTP MCP endpoint at ``/mcp`` and the
+dashboard (``velesmem.web``) at every other path, behind
 the guards (outermost first): Host/Origin, bearer-token auth, drain, session cap, body gate,
 duplicate request ids.
 
@@ -22,6 +23,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from velesmem import limits
 from velesmem.daemon.address import HEALTH_PATH, MCP_PATH, STORE_HEADER, DaemonAddress
@@ -33,6 +35,7 @@ from velesmem.daemon.request_ids import DuplicateIdGuard
 from velesmem.daemon.sessions import SessionActivity, SessionCap
 from velesmem.mcp.server import McpServer, http_app
 from velesmem.runtime import Runtime
+from velesmem.web import WebAccess, build_web
 
 # How the SDK serves /mcp. A POST is answered with one JSON body, not an SSE stream: no tool sends
 # progress or log notifications mid-call, and an SSE answer costs a task group, a memory stream
@@ -88,6 +91,32 @@ def _health_endpoint(runtime: Runtime, port: int) -> Callable[[Request], Awaitab
     return health
 
 
+class PathSplit:
+    """``/mcp`` (and below) to the MCP app, every other path to the dashboard: one string test
+    per request, so the dashboard adds nothing to an MCP call's path."""
+
+    def __init__(self, mcp: ASGIApp, web: ASGIApp) -> None:
+        self.mcp = mcp
+        self.web = web
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or path == MCP_PATH or path.startswith(MCP_PATH + "/"):
+            await self.mcp(scope, receive, send)
+        else:
+            await self.web(scope, receive, send)
+
+
+def web_access(auth: AuthPolicy, verifier: StoreTokenVerifier) -> WebAccess:
+    """The dashboard's access, exactly as /mcp's: a login when the policy requires a token."""
+
+    async def verify(token: str) -> str | None:
+        found = await verifier.verify_token(token)
+        return None if found is None else found.client_id
+
+    return WebAccess(required=auth.checks and auth.required, verify=verify)
+
+
 class McpEndpoint(Protocol):
     """The ``/mcp`` endpoint of the MCP app: its SDK session manager exists inside the lifespan."""
 
@@ -108,7 +137,7 @@ def build_app(
     body_queue_s: float = float(limits.HTTP_BODY_QUEUE_SECONDS), auth: AuthPolicy,
     session_admit_s: float = float(limits.HTTP_SESSION_ADMIT_WAIT_SECONDS),
 ) -> tuple[Starlette, McpHandle]:
-    """The Starlette app serving ``/health`` and ``/mcp`` with every guard on; its lifespan
+    """The Starlette app serving ``/health``, ``/mcp`` and the dashboard with every guard on; its lifespan
     starts the Runtime. ``auth`` is the policy ``velesmem.daemon.auth.auth_policy`` settled."""
     settings = runtime.settings
     mcp_app = http_app(server, path=MCP_PATH, session_idle_timeout=idle_timeout_s, **HTTP_APP_OPTIONS)
@@ -133,12 +162,14 @@ def build_app(
                 manager.asgi_app = manager.asgi_app.app  # type: ignore[assignment]
             yield
 
+    verifier = StoreTokenVerifier(runtime.store)
+    web = build_web(runtime, web_access(auth, verifier), address.scheme)
     authorities = allowed_authorities(address.port, address.served_names())
     middleware = [
         Middleware(HostOriginGuard, authorities=authorities,
                    origins=allowed_origins(authorities, address.scheme)),
         # Before anything that costs the daemon memory or a session slot.
-        Middleware(AuthGuard, policy=auth, verifier=StoreTokenVerifier(runtime.store)),
+        Middleware(AuthGuard, policy=auth, verifier=verifier),
         Middleware(DrainGate, state=handle.drain, path=MCP_PATH),
         Middleware(SessionCap, max_sessions=settings.http_max_sessions, directory=handle,
                    activity=handle.activity, admit_wait_s=session_admit_s),
@@ -148,6 +179,6 @@ def build_app(
     ]
     routes = [
         Route(HEALTH_PATH, _health_endpoint(runtime, address.port), methods=["GET", "HEAD"]),
-        Mount("/", app=handle.sessions),
+        Mount("/", app=PathSplit(handle.sessions, web)),
     ]
     return Starlette(routes=routes, middleware=middleware, lifespan=lifespan), handle

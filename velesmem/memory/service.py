@@ -26,10 +26,12 @@ import numpy as np
 from velesmem import limits, validate
 from velesmem.config import Settings
 from velesmem.embed import Embedder
-from velesmem.errors import InvalidInput
+from velesmem.errors import InvalidInput, NotFound
 from velesmem.extract.identifiers import identifier_hub_name
 from velesmem.ids import fact_id, parse_id, to_i64, to_u64
+from velesmem.memory import detail as mdetail
 from velesmem.memory import duplicates as mdup
+from velesmem.memory import explain as mexplain
 from velesmem.memory import filters as mfilters
 from velesmem.memory.entities import EntityResult, lookup_entity
 from velesmem.memory.graph import Walk, walk
@@ -558,9 +560,11 @@ class MemoryService:
     def list_memories(self, cursor: Any = None, limit: int = limits.DEFAULT_LIST_LIMIT,
                       filter: dict[str, Any] | None = None,
                       include_internal: bool = False,
-                      include_archived: bool = False) -> ListResult:
+                      include_archived: bool = False, *,
+                      where: list[dict[str, Any]] | None = None) -> ListResult:
         """A page of facts in ascending u64 id order after ``cursor`` (next_cursor None: done);
-        facts archived by a consolidation run only with ``include_archived``."""
+        facts archived by a consolidation run only with ``include_archived``; ``where`` adds
+        recall_where's typed predicates (the dashboard's date range)."""
         after = None if cursor is None else parse_id(cursor, "cursor")
         if limit is None:
             limit = limits.DEFAULT_LIST_LIMIT
@@ -570,6 +574,8 @@ class MemoryService:
         internal = validate.boolean(include_internal, "include_internal")
         archived = validate.boolean(include_archived, "include_archived")
         predicate = mfilters.exact(filter, allow_reserved=internal)
+        if where:
+            predicate = predicate & mfilters.predicates(where)
         rows = self.store.page(after, limit + 1, predicate, include_internal=internal,
                                now=self.now())
         now = self.now()
@@ -580,6 +586,36 @@ class MemoryService:
                     for f in page if archived or f.kind is not None or not self._archived(f.key, now)]
         next_cursor = str(to_u64(page[-1].key)) if more and page else None
         return ListResult(memories, next_cursor)
+
+    # --- the dashboard -----------------------------------------------------------------------
+    def fact(self, id: Any) -> mdetail.FactDetail:
+        """One live user fact with its links, duplicate group and supersede chain (bounded
+        reads); NotFound when no live user fact has the id."""
+        fid = parse_id(id, "id")
+        found = mdetail.fact_detail(self.store, to_i64(fid), self.now())
+        if found is None:
+            raise NotFound(f"no memory has id {fid}: it was forgotten, expired or never stored")
+        return found
+
+    def explain(self, query: str, ids: Iterable[Any],
+                filters: list[dict[str, Any]] | None = None) -> dict[int, mexplain.Signals]:
+        """u64 id → its score broken down per signal for ``query`` (the ranking recall and
+        recall_where use, under the same typed ``filters``), for the facts among ``ids``."""
+        q = validate.query(query)
+        predicate = mfilters.predicates(filters or [])
+        keys = [to_i64(parse_id(i, "id")) for i in ids]
+        now = self.now()
+        found = mexplain.explain(self.store, self._ranker, q, keys, predicate, now,
+                                 text_only=bool(self._vector_warnings()))
+        return {to_u64(k): s for k, s in found.items()}
+
+    def states(self, ids: Iterable[Any]) -> tuple[set[int], set[int]]:
+        """(archived, superseded): the u64 ids among ``ids`` a consolidation run archived, and
+        those a newer version supersedes (bounded edge reads per id)."""
+        keys = [to_i64(parse_id(i, "id")) for i in ids]
+        now = self.now()
+        return ({to_u64(k) for k in mdetail.archived_keys(self.store, keys, now)},
+                {to_u64(k) for k in mdetail.superseded_keys(self.store, keys, now)})
 
     def memory_status(self) -> StatusResult:
         """What embeds (running), what filled the store (provenance), extraction, corpus size."""

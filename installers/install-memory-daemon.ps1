@@ -332,6 +332,8 @@ if ($WireOnly) {
     } else {
         $null = Vm trust-ca @DaemonArgs --summary $Summary
     }
+    # The dashboard's URL, in the summary (nothing is opened).
+    $null = Vm open --print @DaemonArgs --summary $Summary
 }
 if (-not $Token) { $Token = "$env:VELESMEM_INSTALL_TOKEN" }
 if ($Token) {

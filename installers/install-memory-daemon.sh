@@ -418,6 +418,8 @@ else
   else
     vm trust-ca ${DAEMON_ARGS[@]+"${DAEMON_ARGS[@]}"} --summary "$SUMMARY" || true
   fi
+  # The dashboard's URL, in the summary (nothing is opened).
+  vm open --print ${DAEMON_ARGS[@]+"${DAEMON_ARGS[@]}"} --summary "$SUMMARY" >/dev/null || true
 fi
 if [ -n "$TOKEN" ]; then  # through stdin: never in a process's arguments
   printf '%s\n' "$TOKEN" | vm wire --token - ${WIRE_ARGS[@]+"${WIRE_ARGS[@]}"} --summary "$SUMMARY" || true

@@ -34,6 +34,7 @@ def test_doctor_on_a_healthy_wired_daemon(daemon: RunningDaemon) -> None:
     out = done.stdout
     assert done.returncode == 0, out + done.stderr
     url = f"https://127.0.0.1:{daemon.port}/mcp"
+    assert f"dashboard https://127.0.0.1:{daemon.port}/," in out.splitlines()[0]
     assert f"[ ok ] daemon answers https://127.0.0.1:{daemon.port}/health (strict TLS" in out
     assert re.search(r"embedder \S+ \(384 dims, (lexical|semantic)", out) and "0 facts, 0 edges" in out
     assert "[ ok ] Python trusts the CA" in out

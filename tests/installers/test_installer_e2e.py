@@ -152,6 +152,7 @@ def test_first_run_starts_the_daemon_and_wires_every_installed_client(install: I
     assert health_ok(install.port, install.ca)
     out = install.first.stdout
     assert "summary" in out and "daemon started" in out and "CA trust in the NSS database" in out
+    assert f"dashboard — https://127.0.0.1:{install.port}/" in out, out
     said = next(line for line in out.splitlines() if "daemon started: " in line)
     assert "embedder None" not in said and "did not answer" not in said, said  # the store's real one
     assert " dims)" in said, said

@@ -16,6 +16,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _doctor(args: argparse.Namespace) -> int:
+    from velesmem.cli.open_ import dashboard_url
     from velesmem.clients.host import Host
     from velesmem.config import Settings
     from velesmem.service.diagnose import FAIL, diagnose
@@ -27,7 +28,8 @@ def _doctor(args: argparse.Namespace) -> int:
     port, tls_dir = port_and_tls(args, settings)
     recorded = record_file(host)
     source = f"installer record {recorded}" if recorded.is_file() else "no installer record"
-    print(f"velesdb-memory doctor — https://127.0.0.1:{port}/mcp, TLS dir {tls_dir} ({source})")
+    print(f"velesdb-memory doctor — https://127.0.0.1:{port}/mcp, dashboard {dashboard_url(port)}, "
+          f"TLS dir {tls_dir} ({source})")
     checks = diagnose(host, port, tls_dir, str(settings.path))
     for check in checks:
         print(check.line())

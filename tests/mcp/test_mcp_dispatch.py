@@ -65,3 +65,29 @@ async def test_the_sdk_reads_a_tools_input_schema_from_the_registry_not_through_
     assert recall is not None
     assert server.get_tool_input_schema("recall") == recall.definition.input_schema
     assert server.get_tool_input_schema("no_such_tool") is None
+
+
+async def test_the_shipped_definitions_are_what_fastmcp_builds_from_the_tools(app: AppContext) -> None:
+    shipped, built = build_tools(app), build_tools(app, shipped=False)
+    assert shipped.names() == built.names()
+    for name in built.names():
+        ours, fresh = shipped.get(name), built.get(name)
+        assert ours is not None and fresh is not None
+        assert ours.definition == fresh.definition, f"{name}: run `python3 -m velesmem.mcp.docs`"
+        assert ours.params == fresh.params and ours.fingerprint == fresh.fingerprint
+
+
+async def test_a_tool_whose_signature_changed_is_not_served_its_stale_shipped_definition() -> None:
+    from velesmem.mcp.registry import ToolRegistry, shipped_definitions
+
+    assert "recall" in shipped_definitions()
+    tools = ToolRegistry()
+
+    async def recall(query: str, k: int = 5, brand_new: bool = False) -> dict[str, Any]:
+        """Recall, with a parameter the shipped definition does not know."""
+        return {}
+
+    tool = tools.add(recall)
+    assert tool.fingerprint != shipped_definitions()["recall"]["fingerprint"]
+    assert "brand_new" in tool.definition.input_schema["properties"]
+    assert tool.params == ["query", "k", "brand_new"]

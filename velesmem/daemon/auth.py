@@ -14,10 +14,11 @@ A daemon that requires tokens refuses to start while the store holds no live tok
 Why a guard of our own rather than ``http_app(auth=...)``: FastMCP puts its check inside its own
 app, behind our session cap and body gate, so an unauthenticated client could evict idle
 sessions and hold the body budget before being refused; and its 401 tells clients to redo an
-OAuth registration we do not offer. The guard reuses FastMCP's and the SDK's pieces instead: the
-verifier is a FastMCP ``TokenVerifier``, and the SDK's ``BearerAuthBackend`` reads the header and
-builds the ``AuthenticatedUser`` that the SDK binds each session to (a session opened with one
-token is refused to another name's) and that tools read with FastMCP's ``get_access_token()``.
+OAuth registration we do not offer. The guard reuses the SDK's pieces instead: the verifier
+implements the SDK's ``TokenVerifier`` protocol, and the SDK's ``BearerAuthBackend`` reads the
+header and builds the ``AuthenticatedUser`` that the SDK binds each session to (a session opened
+with one token is refused to another name's) and that ``velesmem.mcp.author`` reads. (FastMCP's
+verifier would import all of FastMCP, ~0.3 s of CPU, on the daemon's start path.)
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ import time
 from dataclasses import dataclass
 
 import anyio.to_thread
-from fastmcp.server.auth import AccessToken, TokenVerifier
 from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend
+from mcp.server.auth.provider import AccessToken, TokenVerifier
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -88,13 +89,13 @@ def auth_policy(settings: Settings, address: DaemonAddress, tokens: TokenStore) 
     return AuthPolicy(mode, checks=True, required=required)
 
 
-class StoreTokenVerifier(TokenVerifier):
-    """Accepts the live tokens of the store: looked up by SHA-256 on every request (so a token
-    revoked from the command line is refused from the next request), compared in constant time.
-    The access token it returns names the token (``client_id``) and never carries the secret."""
+class StoreTokenVerifier:
+    """The SDK's ``TokenVerifier``: accepts the live tokens of the store, looked up by SHA-256 on
+    every request (so a token revoked from the command line is refused from the next request),
+    compared in constant time. The access token it returns names the token (``client_id``) and
+    never carries the secret."""
 
     def __init__(self, tokens: TokenStore) -> None:
-        super().__init__()
         self._tokens = tokens
 
     async def verify_token(self, token: str) -> AccessToken | None:

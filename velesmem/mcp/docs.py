@@ -1,10 +1,12 @@
-"""Generate ``docs/tools.md`` and ``docs/tools.json`` from a running server's ``tools/list``.
+"""Generate ``docs/tools.md`` and ``docs/tools.json`` from a running server's ``tools/list``,
+and the shipped tool definitions (``velesmem/mcp/definitions.json``) the server starts from.
 
-    python3 -m velesmem.mcp.docs            # rewrite both files
+    python3 -m velesmem.mcp.docs            # rewrite the three files
     python3 -m velesmem.mcp.docs --check    # exit 1 when the committed files drift
 
-The server is built on a throwaway store with default settings, so the output depends only on the
-code. ``tests/mcp/test_docs.py`` fails when the committed files differ from what this writes.
+The server is built on a throwaway store with default settings, every definition built by FastMCP
+(none taken from the shipped file), so the output depends only on the code.
+``tests/mcp/test_mcp_docs.py`` fails when the committed files differ from what this writes.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 from mcp import Client
 
+from velesmem.mcp.registry import DEFINITIONS_FILE
 from velesmem.mcp.server import McpServer
 from velesmem.mcp.wire import ID_SCHEMA
 
@@ -122,25 +125,33 @@ def _cell(text: str) -> str:
 
 
 def generate() -> dict[str, str]:
-    """Build a server on a throwaway store and render both files: {file name: text}."""
+    """Build a server on a throwaway store and render both docs files: {file name: text}."""
+    return generate_all()[0]
+
+
+def generate_all() -> tuple[dict[str, str], str]:
+    """The docs files ({file name: text}) and ``definitions.json``'s text, from one server whose
+    definitions FastMCP built."""
     from velesmem.config import Settings
     from velesmem.mcp.app import AppContext
-    from velesmem.mcp.server import SERVER_NAME, build_server
+    from velesmem.mcp.server import SERVER_NAME, build_tools, server_for
     from velesmem.runtime import Runtime
 
     with tempfile.TemporaryDirectory(prefix="velesmem-docs-") as tmp:
         settings = Settings.from_env({}).with_overrides(path=Path(tmp) / "store")
         with Runtime.open(settings) as runtime:
-            server = build_server(AppContext(runtime))
-            tools = asyncio.run(live_tools(server))
-    return {MD_NAME: render_markdown(tools), JSON_NAME: render_json(SERVER_NAME, tools)}
+            registry = build_tools(AppContext(runtime), shipped=False)
+            tools = asyncio.run(live_tools(server_for(registry)))
+    docs = {MD_NAME: render_markdown(tools), JSON_NAME: render_json(SERVER_NAME, tools)}
+    return docs, registry.definitions_file()
 
 
-def stale_files(docs_dir: Path = DOCS_DIR) -> list[str]:
+def stale_files(docs_dir: Path = DOCS_DIR, definitions: Path = DEFINITIONS_FILE) -> list[Path]:
     """The generated files whose committed text differs from a fresh generation."""
-    fresh = generate()
-    return [name for name, text in fresh.items()
-            if not (docs_dir / name).is_file() or (docs_dir / name).read_text(encoding="utf-8") != text]
+    fresh, shipped = generate_all()
+    files = {docs_dir / name: text for name, text in fresh.items()} | {definitions: shipped}
+    return [path for path, text in files.items()
+            if not path.is_file() or path.read_text(encoding="utf-8") != text]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -151,13 +162,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.check:
         stale = stale_files(args.docs_dir)
-        for name in stale:
-            print(f"{args.docs_dir / name} is stale: run `{REGENERATE}`", file=sys.stderr)
+        for path in stale:
+            print(f"{path} is stale: run `{REGENERATE}`", file=sys.stderr)
         return 1 if stale else 0
     args.docs_dir.mkdir(parents=True, exist_ok=True)
-    for name, text in generate().items():
-        (args.docs_dir / name).write_text(text, encoding="utf-8")
-        print(f"wrote {args.docs_dir / name}")
+    fresh, shipped = generate_all()
+    files = {args.docs_dir / name: text for name, text in fresh.items()} | {DEFINITIONS_FILE: shipped}
+    for path, text in files.items():
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote {path}")
     return 0
 
 

@@ -5,7 +5,12 @@ once per tool and for every session alike:
 
 - the advertised ``Tool`` (name, title, description, input/output schemas, annotations), made by
   FastMCP's public ``FunctionTool.from_function`` and ``dereference_refs`` so ``tools/list`` stays
-  what it always was;
+  what it always was. That costs ~0.3 s of CPU at every start (FastMCP's import, docstring
+  parsing), so the definitions built for the shipped tools are kept in ``definitions.json`` beside
+  this module (written by ``python3 -m velesmem.mcp.docs``), each under a fingerprint of
+  everything it is built from (name, docstring, annotations, the validator's JSON schema, the
+  return type); a tool whose fingerprint differs is built by FastMCP as before, so an edited tool
+  is never served a stale definition;
 - a pydantic ``TypeAdapter`` over the tool's signature, the wire models (``velesmem.mcp.wire``)
   included, validating arguments in strict mode: the only leniency is the one the wire types add;
 - the deprecated argument spellings the tool accepts (``deprecated_alias``).
@@ -15,18 +20,55 @@ Nothing is resolved lazily by the first caller: what a session sees is decided h
 
 from __future__ import annotations
 
+import hashlib
 import inspect
+import json
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 from typing import Any, cast
 
 import mcp_types
-from fastmcp.tools import FunctionTool
-from fastmcp.utilities.json_schema import dereference_refs
 from pydantic import TypeAdapter
 
 ToolFn = Callable[..., Awaitable[Any]]
+DEFINITIONS_FILE = Path(__file__).with_name("definitions.json")
+
+
+@cache
+def shipped_definitions() -> Mapping[str, Any]:
+    """The definitions built for the shipped tools: {name: {fingerprint, definition}} ({} if absent)."""
+    try:
+        data = json.loads(DEFINITIONS_FILE.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    return cast(Mapping[str, Any], data["tools"])
+
+
+def fingerprint(fn: ToolFn, description: str | None, annotations: mcp_types.ToolAnnotations | None,
+                validator: TypeAdapter[dict[str, Any]]) -> str:
+    """A digest of everything a tool's advertised definition is built from."""
+    hints = typing.get_type_hints(fn, include_extras=True)
+    basis = {"name": fn.__name__, "description": description,
+             "annotations": None if annotations is None else annotations.model_dump(mode="json", exclude_none=True),
+             "input": validator.json_schema(), "return": repr(hints.get("return"))}
+    return hashlib.sha256(json.dumps(basis, sort_keys=True, default=repr).encode()).hexdigest()
+
+
+def build_definition(fn: ToolFn, description: str | None,
+                     annotations: mcp_types.ToolAnnotations | None) -> mcp_types.Tool:
+    """The advertised ``Tool`` for ``fn``, built by FastMCP (the slow path: imports FastMCP)."""
+    from fastmcp.tools import FunctionTool
+    from fastmcp.utilities.json_schema import dereference_refs
+
+    described = FunctionTool.from_function(fn, name=fn.__name__, description=description, annotations=annotations)
+    # Self-contained schemas ($ref inlined), as FastMCP's server advertises them by default.
+    output = described.output_schema
+    return described.to_mcp_tool(
+        inputSchema=dereference_refs(described.parameters),
+        outputSchema=None if output is None else dereference_refs(output))
 
 
 def _bind_arguments(fn: ToolFn) -> Callable[..., dict[str, Any]]:
@@ -56,6 +98,7 @@ class RegisteredTool:
     validator: TypeAdapter[dict[str, Any]]
     definition: mcp_types.Tool
     params: list[str]  # its parameter names, for "unknown parameter" messages
+    fingerprint: str = ""  # of what its definition is built from (see shipped_definitions)
     aliases: dict[str, str] = field(default_factory=dict)  # deprecated spelling -> canonical
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -64,10 +107,13 @@ class RegisteredTool:
 
 
 class ToolRegistry:
-    """Every tool of the server, in registration order (the order of ``tools/list``)."""
+    """Every tool of the server, in registration order (the order of ``tools/list``). With
+    ``shipped`` (the default) a tool whose fingerprint matches its entry in ``definitions.json``
+    takes that definition instead of building it."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, shipped: bool = True) -> None:
         self._tools: dict[str, RegisteredTool] = {}
+        self._shipped = shipped
 
     def tool(self, *, annotations: mcp_types.ToolAnnotations | None = None) -> Callable[[ToolFn], ToolFn]:
         """Register the decorated coroutine as a tool; its docstring is its description."""
@@ -86,15 +132,16 @@ class ToolRegistry:
         if name in self._tools:
             raise ValueError(f"tool {name!r} is registered twice")
         description = inspect.getdoc(fn)
-        described = FunctionTool.from_function(fn, name=name, description=description, annotations=annotations)
-        # Self-contained schemas ($ref inlined), as FastMCP's server advertises them by default.
-        output = described.output_schema
-        definition = described.to_mcp_tool(
-            inputSchema=dereference_refs(described.parameters),
-            outputSchema=None if output is None else dereference_refs(output))
+        validator: TypeAdapter[dict[str, Any]] = TypeAdapter(cast(Any, _bind_arguments(fn)))
+        digest = fingerprint(fn, description, annotations, validator)
+        entry = shipped_definitions().get(name) if self._shipped else None
+        if entry is not None and entry["fingerprint"] == digest:
+            definition = mcp_types.Tool.model_validate(entry["definition"])
+        else:
+            definition = build_definition(fn, description, annotations)
         tool = RegisteredTool(
-            name=name, fn=fn, validator=TypeAdapter(cast(Any, _bind_arguments(fn))), definition=definition,
-            params=list(described.parameters.get("properties", {})))
+            name=name, fn=fn, validator=validator, definition=definition,
+            params=list(definition.input_schema.get("properties", {})), fingerprint=digest)
         self._tools[name] = tool
         return tool
 
@@ -115,3 +162,11 @@ class ToolRegistry:
 
     def names(self) -> list[str]:
         return list(self._tools)
+
+    def definitions_file(self) -> str:
+        """``definitions.json``'s text for these tools (each definition under its fingerprint)."""
+        tools = {tool.name: {"fingerprint": tool.fingerprint,
+                             "definition": tool.definition.model_dump(mode="json", by_alias=True, exclude_none=True)}
+                 for tool in self._tools.values()}
+        return json.dumps({"generated_by": "python3 -m velesmem.mcp.docs", "tools": tools},
+                          indent=1, ensure_ascii=False) + "\n"

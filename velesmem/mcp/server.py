@@ -56,9 +56,10 @@ def tool_modules() -> list[ModuleType]:
     return sorted(modules, key=lambda m: (getattr(m, "ORDER", DEFAULT_ORDER), m.__name__))
 
 
-def build_tools(app: AppContext) -> ToolRegistry:
-    """Every tool of every discovered module, bound to ``app``'s services."""
-    tools = ToolRegistry()
+def build_tools(app: AppContext, *, shipped: bool = True) -> ToolRegistry:
+    """Every tool of every discovered module, bound to ``app``'s services (``shipped``: take the
+    shipped definitions where they still fit, see ``velesmem.mcp.registry``)."""
+    tools = ToolRegistry(shipped=shipped)
     for module in tool_modules():
         module.register(tools, app)
     return tools

@@ -253,6 +253,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("archive_after_days", "ARCHIVE_AFTER_DAYS", _parse_days,
             lambda: limits.DEFAULT_ARCHIVE_AFTER_DAYS,
             "Consolidation archives superseded versions older than this many days. Default 30."),
+    Setting("decay_after_days", "DECAY_AFTER_DAYS", _parse_days,
+            lambda: limits.DEFAULT_DECAY_AFTER_DAYS,
+            "Consolidation lowers once, by 0.1, the confidence of a fact that got no feedback "
+            "and was not written for this many days (undone with its run). 0: never. "
+            "Default 180."),
     Setting("autograph", "AUTOGRAPH", _parse_autograph, lambda: None,
             "Graph built from every remember: off, identifiers or extractor. Default identifiers "
             "(extractor when EXTRACTOR is ollama or openai)."),
@@ -305,6 +310,7 @@ class Settings:
     extractor_timeout: int = limits.DEFAULT_EXTRACTOR_TIMEOUT_SECONDS
     consolidate_every: int | None = None  # seconds between scheduled runs; None: never
     archive_after_days: float = limits.DEFAULT_ARCHIVE_AFTER_DAYS
+    decay_after_days: float = limits.DEFAULT_DECAY_AFTER_DAYS
     autograph: str | None = None  # None: the default (see velesmem.extract.autograph_mode)
     openai_url: str = "https://api.openai.com/v1"
     openai_model: str = "text-embedding-3-small"

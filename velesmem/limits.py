@@ -200,6 +200,8 @@ PARALLEL_SEARCH_MIN_FACTS = 16_384
 # Consolidation (velesdb-memory consolidate): superseded versions older than this many days are
 # archived; at most this many runs may be journaled and not yet committed at once.
 DEFAULT_ARCHIVE_AFTER_DAYS = 30.0
+DEFAULT_DECAY_AFTER_DAYS = 180.0  # a fact with no feedback, unwritten this long, decays once
+DECAY_STEP = 0.1  # confidence a decayed fact loses (0.5 → 0.4); its undo gives it back
 MAX_PENDING_CONSOLIDATIONS = 4
 CONSOLIDATION_REPORT_CHARS = 120  # characters of each fact's content shown in a run's report
 MAX_ARCHIVE_EDGE_SCAN = 256  # out-edges read per recalled fact to see whether it is archived

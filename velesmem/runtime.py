@@ -638,10 +638,11 @@ class Runtime:
             if not self._ready.is_set():
                 continue
             try:
-                report = self.consolidation.apply(self.settings.archive_after_days)
-                if report.changes:
-                    log.info("consolidation run %s archived %d facts", report.run,
-                             len(report.changes))
+                report = self.consolidation.apply(self.settings.archive_after_days,
+                                                  self.settings.decay_after_days)
+                if report.changes or report.decays:
+                    log.info("consolidation run %s archived %d facts, decayed %d", report.run,
+                             len(report.changes), len(report.decays))
             except VelesmemError as exc:
                 log.error("the scheduled consolidation failed: %s", exc.message)
             except Exception:

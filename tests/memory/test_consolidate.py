@@ -72,8 +72,9 @@ def test_apply_archives_members_into_the_newest_and_recall_returns_one(mem: Memo
         to_i64(a), to_i64(b), to_i64(c)}
     assert {m.id for m in mem.list_memories().memories} == {c}
     assert {m.id for m in mem.list_memories(include_archived=True).memories} == {a, b, c}
-    why = mem.why("The rate limiter allows 600 requests per minute per key", max_hops=1)
-    assert (why.nodes[0].id, why.nodes[0].hop) == (a, 0)  # an archived fact still seeds why
+    why = mem.why("The rate limiter allows 600 requests per minute per key", max_hops=2)
+    assert (why.nodes[0].id, why.nodes[0].hop) == (c, 0)  # archived facts never seed why...
+    assert a in {n.id for n in why.nodes}  # ...but stay in its subgraph (c → a)
     assert (a, c, "consolidated_into") in {(e.from_, e.to, e.relation) for e in why.edges}
     # a second run finds nothing more to do
     assert _service(mem, clock).preview().changes == ()
@@ -265,3 +266,57 @@ def test_a_preview_fingerprint_changes_with_the_plan(mem: MemoryService, clock: 
     shown = service.preview()
     assert shown.fingerprint != empty
     assert service.preview().fingerprint == shown.fingerprint  # same plan, same digest
+
+
+def test_archived_facts_never_rank_first_in_recall_fused(mem: MemoryService,
+                                                         clock: Clock) -> None:
+    a, b, c = _dup_group(mem, clock)
+    _service(mem, clock).apply()
+    fused = mem.recall_fused("The rate limiter allows 600 requests per minute per key", k=3)
+    assert _ids(fused)[0] == c and not {a, b} & set(_ids(fused))
+
+
+def _confidence(mem: MemoryService, key: int) -> float:
+    return mem.store.confidences([to_i64(key)], mem.now())[to_i64(key)]
+
+
+def test_decay_lowers_once_the_confidence_of_facts_left_without_feedback(
+        mem: MemoryService, clock: Clock) -> None:
+    stale = mem.remember("The legacy importer runs on the old cron host").id
+    used = mem.remember("The billing export runs at 03:00 UTC").id
+    mem.feedback(used, True)
+    clock.advance(200 * DAY)
+    fresh = mem.remember("The new importer runs in the job queue").id
+    service = _service(mem, clock)
+    preview = service.preview(decay_after_days=180)
+    assert [d.key for d in preview.decays] == [to_i64(stale)]
+    assert _confidence(mem, stale) == 0.5  # a preview changes nothing
+    report = service.apply(decay_after_days=180)
+    assert report.to_dict()["decayed"][0]["id"] == str(stale)
+    assert _confidence(mem, stale) == pytest.approx(0.4)
+    assert _confidence(mem, fresh) == 0.5 and _confidence(mem, used) == pytest.approx(0.6)
+    assert service.preview(decay_after_days=180).decays == ()  # once, not every run
+    assert service.preview(decay_after_days=0).decays == ()  # 0: never
+    assert report.run is not None
+    service.undo(report.run)
+    assert _confidence(mem, stale) == 0.5
+    service.undo(report.run)  # a second undo gives nothing back twice
+    assert _confidence(mem, stale) == 0.5
+
+
+def test_decay_undo_keeps_feedback_given_since(mem: MemoryService, clock: Clock) -> None:
+    stale = mem.remember("The legacy importer runs on the old cron host").id
+    clock.advance(200 * DAY)
+    service = _service(mem, clock)
+    run = service.apply(decay_after_days=180).run
+    assert run is not None
+    mem.feedback(stale, True)  # 0.4 → 0.5
+    service.undo(run)
+    assert _confidence(mem, stale) == pytest.approx(0.6)
+
+
+def test_decay_setting_defaults_to_180_days() -> None:
+    from velesmem.config import Settings
+    assert Settings.from_env({}, record={}).decay_after_days == 180.0
+    assert Settings.from_env({"VELESDB_MEMORY_DECAY_AFTER_DAYS": "0"},
+                             record={}).decay_after_days == 0.0

@@ -1,5 +1,6 @@
-"""``velesdb-memory consolidate [--apply | --undo RUN] [--archive-after-days N]``: archive
-duplicate groups into one canonical fact and superseded versions into their successor.
+"""``velesdb-memory consolidate [--apply | --undo RUN] [--archive-after-days N]
+[--decay-after-days N]``: archive duplicate groups into one canonical fact and superseded
+versions into their successor, and lower once the confidence of facts left without feedback.
 
 Preview by default (changes nothing); ``--apply`` acts in one transaction, journaled as a run;
 ``--undo RUN`` removes exactly what that run added. Archiving never deletes: archived facts
@@ -22,6 +23,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--archive-after-days", type=float, default=None,
                         help="archive superseded versions older than this "
                         "(default: VELESDB_MEMORY_ARCHIVE_AFTER_DAYS, 30)")
+    parser.add_argument("--decay-after-days", type=float, default=None,
+                        help="lower by 0.1 the confidence of facts with no feedback not written "
+                        "for this long; 0: never (default: VELESDB_MEMORY_DECAY_AFTER_DAYS, 180)")
     parser.set_defaults(handler=run)
 
 
@@ -31,12 +35,14 @@ def run(args: argparse.Namespace) -> int:
     with velesmem.open() as runtime:
         days = runtime.settings.archive_after_days if args.archive_after_days is None \
             else args.archive_after_days
+        decay = runtime.settings.decay_after_days if args.decay_after_days is None \
+            else args.decay_after_days
         service = runtime.consolidation
         if args.undo is not None:
             report = service.undo(args.undo)
         elif args.apply:
-            report = service.apply(days)
+            report = service.apply(days, decay)
         else:
-            report = service.preview(days)
+            report = service.preview(days, decay)
     print(json.dumps(report.to_dict(), indent=2))
     return 0

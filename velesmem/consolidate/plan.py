@@ -4,6 +4,8 @@ A fact is archived when it has an edge ``consolidated_into`` to the fact that st
 every member of a ``duplicate_of`` group into the group's canonical fact (the newest, then the
 longest), and the old end of a ``supersedes`` edge older than the archive age into its successor.
 Nothing is deleted: archiving is one edge, and undoing a run removes exactly the edges it added.
+A fact nobody confirmed or refuted (no feedback, confidence still the default) and not written
+for longer than the decay age loses ``DECAY_STEP`` of confidence, once; undo gives it back.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from velesmem import limits
 from velesmem.store.types import Edge, StoredFact
 
 ARCHIVED_RELATION = "consolidated_into"
@@ -28,10 +31,19 @@ class Change:
 
 
 @dataclass(frozen=True)
+class Decay:
+    """Lower fact ``key``'s confidence by ``-delta`` (a negative delta; undo adds it back)."""
+
+    key: int
+    delta: float
+
+
+@dataclass(frozen=True)
 class Plan:
     """The changes of one run, in a deterministic order."""
 
     changes: tuple[Change, ...]
+    decays: tuple[Decay, ...] = ()
 
 
 def _canonical(members: Iterable[StoredFact]) -> StoredFact:
@@ -40,8 +52,9 @@ def _canonical(members: Iterable[StoredFact]) -> StoredFact:
 
 
 def plan(facts: dict[int, StoredFact], edges: Iterable[Edge], now: float,
-         archive_after_seconds: float) -> Plan:
-    """The changes a run makes over live user ``facts`` and their ``edges`` at ``now``."""
+         archive_after_seconds: float, decay_after_seconds: float | None = None) -> Plan:
+    """The changes a run makes over live user ``facts`` and their ``edges`` at ``now``
+    (no decay when ``decay_after_seconds`` is None)."""
     edges = list(edges)
     archived = {e.src for e in edges if e.relation == ARCHIVED_RELATION}
     parent: dict[int, int] = {}
@@ -79,4 +92,12 @@ def plan(facts: dict[int, StoredFact], edges: Iterable[Edge], now: float,
             continue
         if old.updated_at <= cutoff:
             changes[old.key] = Change(old.key, e.src, "superseded")
-    return Plan(tuple(sorted(changes.values(), key=lambda c: (c.reason, c.src))))
+    decays: list[Decay] = []
+    if decay_after_seconds is not None:
+        stale = now - decay_after_seconds
+        for f in sorted(facts.values(), key=lambda f: f.key):
+            if (f.key not in archived and f.key not in changes and f.successes == 0
+                    and f.failures == 0 and f.confidence == limits.DEFAULT_CONFIDENCE
+                    and max(f.created_at, f.updated_at) <= stale):
+                decays.append(Decay(f.key, -limits.DECAY_STEP))
+    return Plan(tuple(sorted(changes.values(), key=lambda c: (c.reason, c.src))), tuple(decays))

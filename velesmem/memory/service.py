@@ -399,12 +399,14 @@ class MemoryService:
         for r in ranked:
             fused[r.id] = r.relevance / top if top > 0 else 0.0
             cosine[r.id] = r.cosine
-        if ranked:
-            reach = walk(self.store, ranked[0].id, hops, now)
+        seed = self._first_unarchived([r.id for r in ranked], now)
+        if seed is not None:
+            reach = walk(self.store, seed, hops, now)
             weights = self._reach_weights(reach, predicate, now)
             for node, weight in weights.items():
                 fused[node] = fused.get(node, 0.0) + boost * weight
-        order = sorted(fused, key=lambda i: (-fused[i], to_u64(i)))[:self._depth(k)]
+        order = self._unarchived(sorted(fused, key=lambda i: (-fused[i], to_u64(i))), now,
+                                 self._depth(k))
         memories = self._memories([Ranked(i, fused[i], cosine.get(i, 0.0)) for i in order], now,
                                   k=self._depth(k), predicate=predicate)[:k]
         if field is None:
@@ -442,11 +444,19 @@ class MemoryService:
         predicate = mfilters.exact(filter)
         now = self.now()
         warnings = self._vector_warnings()
-        seed = self._rank(q, 1, predicate, now, warnings)
-        if not seed:
+        # the seed is the best fact a consolidation run did not archive (archived facts stay
+        # in the subgraph, never first): ranked deeper while archived ones come first
+        depth, found_seed = 1, None
+        while found_seed is None:
+            ranked = self._rank(q, depth, predicate, now, warnings)
+            found_seed = self._first_unarchived([r.id for r in ranked], now)
+            if len(ranked) < depth or depth >= limits.MAX_RECALL_LIMIT:
+                break
+            depth = min(depth * 4, limits.MAX_RECALL_LIMIT)
+        if found_seed is None:
             return WhyResult([], [], False, warnings)
         # the chain is walked from its newest version (which supersedes the older ones)
-        newest = head(self.store, seed[0].id, now, self._admits(predicate))[0]
+        newest = head(self.store, found_seed, now, self._admits(predicate))[0]
         reach = walk(self.store, newest, hops, now)
         found = self.store.facts(list(reach.nodes), now)
         order = sorted(reach.nodes, key=lambda i: reach.nodes[i])  # the seed, then by hop
@@ -549,6 +559,20 @@ class MemoryService:
             if len(memories) >= k or len(ranked) < depth or depth >= limits.MAX_RECALL_LIMIT:
                 return memories if history else memories[:k]
             depth = min(depth * 2, limits.MAX_RECALL_LIMIT)
+
+    def _first_unarchived(self, keys: list[int], now: float) -> int | None:
+        """The first of ``keys`` no consolidation run archived, or None."""
+        return next((key for key in keys if not self._archived(key, now)), None)
+
+    def _unarchived(self, keys: list[int], now: float, n: int) -> list[int]:
+        """The first ``n`` of ``keys`` no consolidation run archived (checked in order)."""
+        out: list[int] = []
+        for key in keys:
+            if len(out) >= n:
+                break
+            if not self._archived(key, now):
+                out.append(key)
+        return out
 
     def _archived(self, key: int, now: float) -> bool:
         """Whether a consolidation run archived ``key`` (an edge ``consolidated_into`` leaves

@@ -63,12 +63,16 @@ class HubWrite:
 @dataclass(frozen=True)
 class GraphWrite:
     """One atomic change to the graph: user facts (with vectors), entity hubs, and edges
-    (src, dst, relation) — an edge whose end no longer exists is skipped, not an error."""
+    (src, dst, relation) — an edge whose end no longer exists is skipped, not an error; edges
+    removed (``unlink``) and user facts' confidences moved by a delta, clamped to [0, 1]
+    (``confidence_deltas``: a consolidation run and its undo, each one transaction)."""
 
     now: float
     facts: tuple[FactWrite, ...] = ()
     hubs: tuple[HubWrite, ...] = ()
     edges: tuple[tuple[int, int, str], ...] = ()
+    unlink: tuple[tuple[int, int, str], ...] = ()
+    confidence_deltas: tuple[tuple[int, float], ...] = ()
 
 
 @dataclass(frozen=True)

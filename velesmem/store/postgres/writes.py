@@ -225,6 +225,13 @@ def write_graph(store: PostgresStore, graph: GraphWrite, job_id: str | None,
         for src, dst, relation in graph.edges:
             if src in live and dst in live:
                 insert_edge(conn, src, dst, relation, graph.now)
+        for src, dst, relation in graph.unlink:
+            conn.execute("DELETE FROM edges WHERE src = %s AND dst = %s AND relation = %s",
+                         (src, dst, relation))
+        for key, delta in graph.confidence_deltas:
+            conn.execute(
+                f"UPDATE facts SET confidence = {rules.clamped_confidence(rules.POSTGRES)} "
+                "WHERE id = %s AND kind IS NULL", (delta, key))
         if job_id is not None:
             jobs.set_job(conn, job_id, graph.now, state="committed", result=result)
 

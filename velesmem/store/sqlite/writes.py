@@ -161,6 +161,11 @@ def write_graph(store: SqliteStore, graph: GraphWrite, job_id: str | None,
         for src, dst, relation in graph.edges:
             if src in live and dst in live:
                 insert_edge(conn, src, dst, relation, graph.now)
+        conn.executemany("DELETE FROM edges WHERE src = ? AND dst = ? AND relation = ?",
+                         graph.unlink)
+        conn.executemany(
+            f"UPDATE facts SET confidence = {rules.clamped_confidence(rules.SQLITE)} "
+            "WHERE id = ? AND kind IS NULL", [(d, k) for k, d in graph.confidence_deltas])
         if job_id is not None:
             _set_job(conn, job_id, graph.now, state="committed", result=result)
 

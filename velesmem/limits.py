@@ -207,6 +207,7 @@ CONSOLIDATION_REPORT_CHARS = 120  # characters of each fact's content shown in a
 MAX_ARCHIVE_EDGE_SCAN = 256  # out-edges read per recalled fact to see whether it is archived
 CONSOLIDATION_HISTORY = 50  # past runs the dashboard's Consolidation page lists
 CONSOLIDATION_REPORT_SHOWN = 200  # changes of one run shown with their texts (the rest counted)
+MAX_ARCHIVE_AFTER_DAYS_FORM = 36_500.0  # the dashboard's archive-age field accepts up to this
 
 # --- supersede chains (velesmem/memory/supersede.py) --------------------------------------------
 # A new fact supersedes an older live one in the same scope when their subject words (the words

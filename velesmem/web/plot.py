@@ -64,7 +64,7 @@ def bars(points: Sequence[Point], label: str, unit: str = "tokens") -> Markup:
     top = max((p.value for p in points), default=0)
     step = nice_step(top)
     ceiling = step * max(1, math.ceil(top / step))
-    for i in range(int(round(ceiling / step)) + 1):
+    for i in range(round(ceiling / step) + 1):
         y = TOP + plot_h - plot_h * (i * step) / ceiling
         parts.append(f'<line class="plot-grid" x1="{LEFT}" x2="{LEFT + plot_w}" '
                      f'y1="{_num(y)}" y2="{_num(y)}"/>')

@@ -70,7 +70,7 @@ async def show(web: WebContext, request: Request) -> Response:
 
         drawn = await web.read(walk)
     return web.render(request, "why.html", title="Why", question=question, hops=hops,
-                      hop_choices=range(0, limits.MAX_WHY_HOPS + 1), drawn=drawn)
+                      hop_choices=range(limits.MAX_WHY_HOPS + 1), drawn=drawn)
 
 
 PAGE = Page("why", routes=(get("/why", show),), nav="Why", order=30)

@@ -119,6 +119,34 @@ def render_remember_cpu(data: dict[str, Any]) -> list[str]:
     return lines
 
 
+def render_dashboard(data: dict[str, Any]) -> list[str]:
+    """bench/dashboard.py: page loads at 100k facts, and the remember rate beside a viewer."""
+    lines = [f"Each dashboard page loaded {data['pages'][0]['loads']} times, one after another, "
+             f"from one strict-TLS client, the daemon serving {data['facts']:,} facts (hash "
+             "embedder, autograph links):", ""]
+    lines += _table(["page", "path", "bytes", "p50", "p95", "max"],
+                    [[row["page"], f"`{row['path']}`", str(row["bytes"]), f"{row['p50_ms']} ms",
+                      f"{row['p95_ms']} ms", f"{row['max_ms']} ms"] for row in data["pages"]])
+    rate = data["remember"]
+    lines += ["", f"`/mcp` remember rate, {data['writers']} clients × {data['writes']} remembers "
+              f"per round, {data['rounds']} pairs of alternating rounds; beside: a viewer "
+              f"reloading one page every {data['refresh_s']:g} s ({rate['viewer_loads']} loads, "
+              f"p95 {rate['viewer_p95_ms']} ms):", ""]
+    lines += _table(["", "rounds (remembers/s)", "median"],
+                    [["without the dashboard", " / ".join(map(str, rate["without_per_s"])),
+                      str(rate["median_without"])],
+                     ["dashboard refreshing", " / ".join(map(str, rate["beside_per_s"])),
+                      str(rate["median_beside"])]])
+    worst = data["worst_p95_ms"]
+    lines += ["", f"- Target page load p95 ≤ 300 ms at 100k facts: worst {worst} ms — "
+              f"{'met' if worst <= 300 else 'missed'}.",
+              f"- Target remember rate within 10 % with the dashboard refreshing: "
+              f"{rate['ratio']}× — {'met' if rate['ratio'] >= 0.9 else 'missed'}.",
+              "", f"Measured with `{_command(data)}` on {data['machine']} (load {data['load']}).",
+              ""]
+    return lines
+
+
 def render_cold_start(data: dict[str, Any]) -> list[str]:
     """bench/cold_start.py: exec of the daemon to its first tool-call reply and to the model ready."""
     lines = ["From exec of the daemon (HTTPS: `velesdb-memory --http`, a strict-TLS client; stdio: "
@@ -202,6 +230,7 @@ RENDERERS: dict[str, tuple[str, Callable[[dict[str, Any]], list[str]]]] = {
     "bounds": ("## Time bounds of the test suite", render_bounds),
     "remember_cpu": ("## CPU per remember against bare MCP servers", render_remember_cpu),
     "cold_start": ("## Cold start", render_cold_start),
+    "dashboard": ("## The dashboard at 100k facts", render_dashboard),
 }
 
 

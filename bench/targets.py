@@ -9,7 +9,7 @@ Each benchmark's own output goes to ``bench/results/<name>.log`` and its figures
 ``bench/results/<name>.json``; this prints one table from those. Takes about 15 minutes on 2 cores.
 
 Run: python3 bench/targets.py [--only remember_cpu http_load engine http_health http_scale
-     rss_100k write_scale cold_start locomo attach shutdown]
+     rss_100k write_scale cold_start locomo attach shutdown dashboard]
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ RUNS = (
     Run("locomo"),
     Run("attach", ("--runs", "10")),
     Run("shutdown", ("--runs", "7")),
+    Run("dashboard"),
 )
 
 
@@ -173,6 +174,18 @@ def _shutdown(shutdown: dict[str, Any]) -> tuple[str, bool, str]:
             shutdown["exit_s_median"] < shutdown["target_s"] and shutdown["streams_ended"], "")
 
 
+def _dashboard_p95(dash: dict[str, Any]) -> tuple[str, bool, str]:
+    worst = max(dash["pages"], key=lambda row: row["p95_ms"])
+    return (f"{worst['p95_ms']} ms (slowest page: {worst['page']})", worst["p95_ms"] <= 300,
+            ", ".join(f"{row['page']} {row['p95_ms']}" for row in dash["pages"]))
+
+
+def _dashboard_rate(dash: dict[str, Any]) -> tuple[str, bool, str]:
+    rate = dash["remember"]
+    return (f"{rate['ratio']}x ({rate['median_beside']} vs {rate['median_without']}/s)",
+            rate["ratio"] >= 0.9, f"viewer p95 {rate['viewer_p95_ms']} ms")
+
+
 TARGETS = (
     Target("daemon CPU per remember over HTTPS <= 1.5x a bare MCP server (FastMCP and SDK), 1 client",
            "remember_cpu", _remember_cpu),
@@ -201,6 +214,9 @@ TARGETS = (
     Target("stdio client: exec -> relayed initialize reply <= 0.3 s", "attach", _attach("init_s", "s")),
     Target("stdio client peak RSS <= 40 MiB", "attach", _attach("peak_mib", "MiB")),
     Target("SIGTERM -> exit < 2 s with clients attached", "shutdown", _shutdown),
+    Target("dashboard page load p95 <= 300 ms at 100k facts", "dashboard", _dashboard_p95),
+    Target("/mcp remember rate with the dashboard refreshing >= 0.9x without", "dashboard",
+           _dashboard_rate),
 )
 
 

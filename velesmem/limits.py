@@ -227,6 +227,7 @@ SCOPE_KEYS = ("project",)
 # --- the dashboard (velesmem/web/) --------------------------------------------------------------
 LOG_TAIL_RECORDS = 50  # recent warnings and errors the Status page shows (velesmem/logtail.py)
 LOG_TAIL_CHARS = 500  # characters kept of each
+STATUS_SESSIONS_SHOWN = 100  # live MCP sessions the Status page lists (most recently active first)
 MAX_FACT_PAGE_EDGES = 200  # links in and links out each shown on a fact's page
 DEFAULT_DASHBOARD_PAGE = 50  # facts a Memories page lists (keyset paging: one page read at a time)
 MAX_DASHBOARD_PAGE = 200

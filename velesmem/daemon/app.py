@@ -11,6 +11,7 @@ inside it, and the session and body caps are public attributes of that manager, 
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from typing import Any, Protocol
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import RequestBodyLimitMiddleware
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -36,12 +38,14 @@ from velesmem.daemon.sessions import SessionActivity, SessionCap
 from velesmem.mcp.server import McpServer, http_app
 from velesmem.runtime import Runtime
 from velesmem.web import WebAccess, build_web
+from velesmem.web.sessions import ClientSession
 
 # How the SDK serves /mcp. A POST is answered with one JSON body, not an SSE stream: no tool sends
 # progress or log notifications mid-call, and an SSE answer costs a task group, a memory stream
 # and a sibling task per request (about 0.3 ms of CPU a call here, a fifth of a small call's
 # cost). GET streams (server-to-client messages of 2025-era sessions) are unchanged.
 HTTP_APP_OPTIONS: dict[str, Any] = {"json_response": True}
+SESSION_ID_SHOWN = 12  # characters of a session id the Status page shows
 
 
 @dataclass
@@ -75,6 +79,22 @@ class McpHandle:
     async def terminate_sessions(self) -> None:
         """End every session (closes idle GET streams so shutdown need not wait)."""
         await self.sessions.end_all()
+
+    def client_sessions(self) -> list[ClientSession]:
+        """The live sessions as the dashboard's Status page lists them, most recently active
+        first (at most ``STATUS_SESSIONS_SHOWN``): who opened each, what it has done since."""
+        now = time.monotonic()
+        out = []
+        for session_id, scope in list(self.live_sessions().items()):
+            record = self.activity.sessions.get(session_id)
+            client = scope.get("client")
+            out.append(ClientSession(
+                session_id[:SESSION_ID_SHOWN], f"{client[0]}:{client[1]}" if client else "",
+                Headers(scope=scope).get("user-agent", ""),
+                record.requests if record else 0, record.streams if record else 0,
+                max(now - record.last_active, 0.0) if record else None))
+        out.sort(key=lambda s: (s.idle_s is None, s.idle_s or 0.0))
+        return out[:limits.STATUS_SESSIONS_SHOWN]
 
 
 def _health_endpoint(runtime: Runtime, port: int) -> Callable[[Request], Awaitable[JSONResponse]]:
@@ -163,7 +183,8 @@ def build_app(
             yield
 
     verifier = StoreTokenVerifier(runtime.store)
-    web = build_web(runtime, web_access(auth, verifier), address.scheme)
+    web = build_web(runtime, web_access(auth, verifier), address.scheme,
+                    sessions=handle.client_sessions)
     authorities = allowed_authorities(address.port, address.served_names())
     middleware = [
         Middleware(HostOriginGuard, authorities=authorities,

@@ -19,6 +19,7 @@ from velesmem.web.context import WebContext
 from velesmem.web.forms import read_form
 from velesmem.web.registry import Page, WebRoute, discover
 from velesmem.web.render import Renderer
+from velesmem.web.sessions import ClientSessions, no_sessions
 from velesmem.web.security import (
     CSRF_FIELD, Access, CookieNames, Sessions, Verify, WebGuard, csrf_matches, same_origin,
 )
@@ -65,14 +66,16 @@ def _endpoint(web: WebContext, route: WebRoute) -> Route:
 
 
 def build_web(runtime: Runtime, access: WebAccess, scheme: str,
-              pages: list[Page] | None = None) -> Starlette:
-    """The dashboard app over ``runtime`` (its lifespan is the daemon's: nothing starts here)."""
+              pages: list[Page] | None = None,
+              sessions: ClientSessions = no_sessions) -> Starlette:
+    """The dashboard app over ``runtime`` (its lifespan is the daemon's: nothing starts here);
+    ``sessions`` lists the live MCP sessions for the Status page."""
     pages = discover() if pages is None else pages
     nav = [(p.nav, p.link) for p in pages if p.nav is not None]
     guard_access = Access(required=access.required, verify=access.verify, sessions=Sessions())
     cookies = CookieNames.for_scheme(scheme)
     web = WebContext(runtime, Renderer(nav, login_required=access.required), guard_access,
-                     cookies)
+                     cookies, sessions)
     routes: list[BaseRoute] = [_endpoint(web, r) for p in pages for r in p.routes]
     routes.append(Mount("/static", app=StaticFiles(packages=[("velesmem.web", "static")]),
                         name="static"))

@@ -16,6 +16,7 @@ from velesmem import limits
 from velesmem.runtime import Runtime
 from velesmem.web.render import Renderer
 from velesmem.web.security import Access, CookieNames
+from velesmem.web.sessions import ClientSessions, no_sessions
 
 T = TypeVar("T")
 
@@ -30,6 +31,7 @@ class WebContext:
     renderer: Renderer
     access: Access
     cookies: CookieNames
+    sessions: ClientSessions = no_sessions  # the live MCP sessions (the daemon's ledger)
     gate: asyncio.Semaphore = field(
         default_factory=lambda: asyncio.Semaphore(limits.DASHBOARD_CONCURRENT_REQUESTS))
 

@@ -94,16 +94,20 @@ def _fact(key: str, text: str, where: str, own: dict[str, Any], extra: dict[str,
     return Fact(key, text, where, {**meta, **extra}, created, updated)
 
 
-def _hubs(fact: Fact, ids: Mapping[str, object]) -> Iterator[Record]:
+def _hubs(fact: Fact, ids: Mapping[str, object], seen: set[str]) -> Iterator[Record]:
+    """The memory's user and agent as hubs (each yielded once per file) and its links."""
     for name in HUBS:
         value = ids.get(name)
         if isinstance(value, str) and value.strip():
             key = f"mem0-{name}:{value}"
-            yield Entity(key, value, fact.where, {"mem0": name.removesuffix("_id")})
+            if key not in seen:
+                seen.add(key)
+                yield Entity(key, value, fact.where, {"mem0": name.removesuffix("_id")})
             yield Link(fact.key, key, ABOUT, fact.where)
 
 
 def _mem0(items: list[object], name: str) -> Iterator[Record]:
+    seen: set[str] = set()
     for i, item in enumerate(items):
         where = f"{name} results[{i}]"
         if not isinstance(item, dict):
@@ -120,7 +124,7 @@ def _mem0(items: list[object], name: str) -> Iterator[Record]:
         fact = _fact(f"mem0:{ident}", text, where, _object(item.get("metadata"), "metadata",
                                                            where), extra, created, updated)
         yield fact
-        yield from _hubs(fact, item)
+        yield from _hubs(fact, item, seen)
 
 
 def _names(listed: object, name: str, where: str) -> dict[str, str]:
@@ -146,6 +150,7 @@ def _openmemory(doc: dict[str, Any], name: str) -> Iterator[Record]:
     user_id = user.get("user_id")
     apps = _names(doc.get("apps"), "apps", name)
     categories = _names(doc.get("categories"), "categories", name)
+    seen: set[str] = set()
     for i, item in enumerate(memories):
         where = f"{name} memories[{i}]"
         if not isinstance(item, dict):
@@ -175,7 +180,7 @@ def _openmemory(doc: dict[str, Any], name: str) -> Iterator[Record]:
         fact = _fact(f"openmemory:{ident}", text, where,
                      _object(item.get("metadata"), "metadata", where), extra, created, updated)
         yield fact
-        yield from _hubs(fact, {"user_id": user_id})
+        yield from _hubs(fact, {"user_id": user_id}, seen)
 
 
 def read(path: Path) -> Iterator[Record]:

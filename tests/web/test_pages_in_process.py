@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 import xml.etree.ElementTree as ET
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -60,10 +61,20 @@ class Dash:
         return await self.http.post(BASE + path, data=form, headers=ORIGIN if origin else {})
 
 
+class Clock:
+    """The Runtime's clock, moved by hand (a fact made old without waiting)."""
+
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
+
+
 @asynccontextmanager
-async def dashboard(root: Path) -> AsyncIterator[Dash]:
+async def dashboard(root: Path, clock: Clock | None = None) -> AsyncIterator[Dash]:
     config = Settings(path=root / "store", tls_dir=root / "tls", embedder="hash", autograph="off")
-    runtime = Runtime.open(config, start=False)
+    runtime = Runtime.open(config, start=False, clock=clock)
     try:
         app, _ = build_app(build_server(AppContext(runtime)), runtime,
                            DaemonAddress("127.0.0.1", PORT, "https"), idle_timeout_s=600.0,
@@ -218,6 +229,26 @@ async def test_consolidation_forms_without_csrf_or_origin_change_nothing(dash: D
         assert r.status_code == 403
     assert listed(dash) == ids and dash.runtime.consolidation.history() == []
     assert (await dash.get("/consolidation/apply")).status_code in (404, 405)
+
+
+async def test_a_run_that_decays_confidence_shows_and_undoes_it(tmp_path: Path) -> None:
+    clock = Clock()
+    async with dashboard(tmp_path, clock) as dash:
+        fid = dash.runtime.memory.remember("the heron nests by the mill").id
+        before = dash.runtime.memory.confidences([fid])[fid]
+        clock.now += 200 * 86_400.0
+        preview = await dash.get("/consolidation", preview="1", decay="180")
+        assert "0 fact(s) would be archived, 1 decayed" in preview.text
+        assert 'class="decays"' in preview.text and "the heron nests" in preview.text
+        fingerprint = re.search(r'name="fingerprint" value="([0-9a-f]+)"', preview.text)
+        assert fingerprint
+        applied = await dash.post("/consolidation/apply", {
+            "fingerprint": fingerprint.group(1), "days": "30", "decay": "180"})
+        run = re.search(r"run=(consolidate-[0-9a-f]+)", applied.headers["location"])
+        assert run
+        assert dash.runtime.memory.confidences([fid])[fid] < before
+        await dash.post("/consolidation/undo", {"run": run.group(1)})
+        assert dash.runtime.memory.confidences([fid])[fid] == pytest.approx(before)
 
 
 async def test_undoing_an_unknown_run_is_a_not_found_page(dash: Dash) -> None:

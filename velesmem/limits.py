@@ -221,6 +221,10 @@ SUPERSEDE_MIN_SUBJECT_WORDS = 2
 SUPERSEDE_CANDIDATES = 8
 # Versions followed along a supersedes chain (newer or older) before the walk stops.
 MAX_SUPERSEDE_CHAIN = 32
+# Texts whose parsed statement (supersede) and lexical signature (duplicates) are kept: every
+# remember compares the new fact with up to ~16 candidates, and a store's popular candidates
+# come back again and again (a few hundred bytes each).
+STATEMENT_CACHE = 1024
 # Metadata keys that scope memory: a fact supersedes only one with the same values for these.
 SCOPE_KEYS = ("project",)
 

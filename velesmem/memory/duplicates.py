@@ -13,8 +13,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
+import numpy as np
+
+from velesmem import limits
 from velesmem.store import FactStore, SearchStore
 
 RELATION = "duplicate_of"
@@ -108,8 +112,9 @@ def _is_name(token: str, first: bool) -> bool:
     return upper > 1 or (upper == 1 and token[0].isupper() and not first)
 
 
+@lru_cache(maxsize=limits.STATEMENT_CACHE)
 def signature(text: str) -> Signature:
-    """The lexical signature of one fact's text."""
+    """The lexical signature of one fact's text (the most recent ones remembered)."""
     values: set[str] = set()
     words: set[str] = set()
     tokens: set[str] = set()
@@ -229,8 +234,9 @@ def find_original(store: SearchStore, facts: FactStore, key: int, content: str,
     or None. Candidates: the best BM25 matches and, with a vector, the nearest vectors;
     ``tuned`` (the embedder's thresholds) applies with a vector, the lexical one without."""
     keys, scores = store.text_search(content, None)
-    order = sorted(range(len(keys)), key=lambda i: -float(scores[i]))[:CANDIDATES]
-    candidates = [int(keys[i]) for i in order]
+    # best first, ties in index order (a stable sort of the negated scores)
+    order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")[:CANDIDATES]
+    candidates = [int(k) for k in np.asarray(keys)[order]]
     cosines: dict[int, float] = {}
     if vector is not None:
         for k, cos in store.vector_search(vector, CANDIDATES, None):

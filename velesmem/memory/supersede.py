@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Protocol
 
 import numpy as np
@@ -31,7 +32,7 @@ from velesmem.store import FactStore, SearchStore, StoredFact
 SUPERSEDES = "supersedes"
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_']*|\d[\d.,:/-]*[a-z%]*")
-_SENTENCE_START = re.compile(r"(^|[.!?:;]\s+|\n)\s*$")
+_SENTENCE_END = ".!?:;"
 _NEGATION = frozenset({"not", "no", "never", "none", "without", "nobody", "nothing", "neither",
                        "nor", "cannot", "disabled", "off"})
 _TIME_WORDS = frozenset({
@@ -86,8 +87,22 @@ def _labels(previous: str, text: str, at: int) -> bool:
     return word_start >= 0 and text[word_start:word_start + 1].islower()
 
 
+def _sentence_start(text: str, at: int) -> bool:
+    """Whether the word at ``at`` opens a sentence: only whitespace before it, back to the
+    text's start, a newline, or sentence punctuation followed by whitespace. (Looks back over
+    the whitespace only: a regex anchored at ``at`` and searched from 0 made ``statement``
+    quadratic in the text's length.)"""
+    start = at
+    while start > 0 and text[start - 1].isspace():
+        start -= 1
+    return (start == 0 or "\n" in text[start:at]
+            or (start < at and text[start - 1] in _SENTENCE_END))
+
+
+@lru_cache(maxsize=limits.STATEMENT_CACHE)
 def statement(text: str) -> Statement:
-    """Subject words and values of ``text`` (see the module docstring)."""
+    """Subject words and values of ``text`` (see the module docstring); the texts compared
+    most often (a store's popular candidates) are remembered."""
     subject: set[str] = set()
     values: set[str] = set()
     previous = ""
@@ -111,7 +126,7 @@ def statement(text: str) -> Statement:
         if low in _NEGATION:
             values.add("not")
             continue
-        starts = _SENTENCE_START.search(text, 0, match.start()) is not None
+        starts = _sentence_start(text, match.start())
         camel = any(ch.isupper() for ch in token[1:])
         if (token[0].isupper() and not starts) or camel:
             values.add(low)
@@ -124,7 +139,11 @@ def statement(text: str) -> Statement:
 
 def changes(new: str, old: str) -> bool:
     """Whether ``new`` states a different value for the subject of ``old``."""
-    a, b = statement(new), statement(old)
+    return changes_statement(statement(new), statement(old))
+
+
+def changes_statement(a: Statement, b: Statement) -> bool:
+    """``changes`` on the two texts' statements."""
     if min(len(a.subject), len(b.subject)) < limits.SUPERSEDE_MIN_SUBJECT_WORDS:
         return False
     overlap = len(a.subject & b.subject) / min(len(a.subject), len(b.subject))
@@ -161,8 +180,9 @@ def find_superseded(store: VersionStore, key: int, content: str, metadata: dict[
     if not keys:
         return None
     found = store.facts(keys, now)
+    mine = statement(content)
     matches = [f for f in found.values()
-               if same_scope(f.metadata, metadata) and changes(content, f.content)
+               if same_scope(f.metadata, metadata) and changes_statement(mine, statement(f.content))
                and key not in _linked(store, f.key, now, incoming=False)]  # not a newer one
     if not matches:
         return None

@@ -17,6 +17,9 @@ DATE_KEY = "_veles_date"
 # The name of the bearer token whose request wrote the fact (docs/auth.md): set by the daemon,
 # refused from callers, shown (and filterable) on read.
 AUTHOR_KEY = "_veles_author"
+# The source an imported fact came from (``import --from``, docs/import.md): an ordinary key,
+# shown and filterable; memory_status counts live facts per value.
+IMPORTED_FROM_KEY = "imported_from"
 RESERVED_PREFIX = "_veles_"
 _FIELD = re.compile(r"[A-Za-z0-9_]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")

@@ -114,3 +114,12 @@ def test_a_line_that_is_not_server_memorys_shape_is_refused(runtime, tmp_path: P
     with pytest.raises(CorruptInput, match=rf"memory\.jsonl:{n}: .*{problem}"):
         import_into(runtime, "server-memory", broken)
     assert store_counts(runtime) == (0, 0)
+
+
+def test_memory_status_counts_the_facts_of_each_source(runtime) -> None:
+    runtime.memory.remember("a fact remembered by hand")
+    assert "imported" not in runtime.memory.memory_status().memory
+    import_into(runtime, "server-memory", FILE)
+    import_into(runtime, "claude-code", FIXTURES / "claude-code")
+    imported = runtime.memory.memory_status().memory["imported"]
+    assert imported == {"claude-code": 17, "server-memory": 8}

@@ -146,6 +146,15 @@ async def test_the_why_page_escapes_facts_and_refuses_bad_hops(dash: Dash) -> No
     assert empty.status_code == 200 and "why-graph" not in empty.text
 
 
+async def test_the_status_page_shows_the_facts_imported_from_each_source(dash: Dash) -> None:
+    from tests.support.importing import FIXTURES, import_into
+
+    assert "Imported from" not in (await dash.get("/status")).text
+    import_into(dash.runtime, "server-memory", FIXTURES / "server-memory" / "memory.jsonl")
+    r = await dash.get("/status")
+    assert re.search(r'<dt>Imported from server-memory</dt><dd class="imported-count">8<', r.text)
+
+
 async def test_the_status_page_shows_state_store_counts_and_recent_errors(dash: Dash) -> None:
     seed_chain(dash)
     logging.getLogger("velesmem.test").error("the disk <b>filled</b> up")

@@ -24,7 +24,7 @@ from velesmem.importers.records import CorruptInput, Entity, Fact, Link, Record,
 from velesmem.memory.import_file import EdgeLine, FactLine
 from velesmem.store import ENTITY_HUB_KIND, HUB_NAME_KEY, HUB_SOURCE_KEY
 
-SOURCE_KEY = "imported_from"  # metadata key naming the source a fact was imported from
+SOURCE_KEY = validate.IMPORTED_FROM_KEY  # metadata key naming the source of an imported fact
 RENAMED_PREFIX = "source_"  # a source's own key that velesmem reserves is kept under this prefix
 ABOUT, MENTIONS = "about", "mentions"
 HUB_SOURCE = "entity"

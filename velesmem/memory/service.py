@@ -642,9 +642,14 @@ class MemoryService:
                 {to_u64(k) for k in mdetail.superseded_keys(self.store, keys, now)})
 
     def memory_status(self) -> StatusResult:
-        """What embeds (running), what filled the store (provenance), extraction, corpus size."""
+        """What embeds (running), what filled the store (provenance), extraction, corpus size
+        (with the facts imported from each source, when there are any)."""
         recorded = self.store.provenance()
         counts = self.store.counts(self.now())
+        memory: dict[str, Any] = {"facts": counts.facts, "edges": counts.edges}
+        imported = self.store.count_by(validate.IMPORTED_FROM_KEY, self.now())
+        if imported:  # facts per source of ``import --from``, once something was imported
+            memory["imported"] = imported
         return StatusResult(
             embedder={"model": self.embedder.model, "dimension": self._embedder_dimension(),
                       "semantic": bool(self.embedder.semantic)},
@@ -652,7 +657,7 @@ class MemoryService:
                         "model": recorded.model if recorded else None,
                         "dimension": recorded.dimension if recorded else None},
             extraction=self._hooks.extraction_status(),
-            memory={"facts": counts.facts, "edges": counts.edges},
+            memory=memory,
         )
 
     def _embedder_dimension(self) -> int | None:

@@ -94,8 +94,11 @@ def _memory(url: str, ca: str, store: str | None, token: str = "") -> Check:
     mem = status.get("memory") or {}
     where = f"store {store} · " if store else ""
     kind = "semantic" if emb.get("semantic") else "lexical (hash)"
+    imported = mem.get("imported") or {}
+    sources = (" · imported: " + ", ".join(f"{n} from {s}" for s, n in sorted(imported.items()))
+               if isinstance(imported, dict) and imported else "")
     return Check(OK, f"{where}embedder {emb.get('model')} ({emb.get('dimension')} dims, {kind}) · "
-                 f"{mem.get('facts')} facts, {mem.get('edges')} edges")
+                 f"{mem.get('facts')} facts, {mem.get('edges')} edges{sources}")
 
 
 def _os_trust(host: Host, ca: str) -> Check:

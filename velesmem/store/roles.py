@@ -113,6 +113,10 @@ class FactStore(Protocol):
     def counts(self, now: float) -> Counts:
         """Live user facts, and every edge."""
 
+    def count_by(self, key: str, now: float) -> dict[str, int]:
+        """Live user facts per string value of their top-level metadata ``key`` (facts
+        without it, or with another type of value, are not counted)."""
+
     def page(self, after: int | None, limit: int, predicate: Predicate, *,
              include_internal: bool, now: float) -> list[StoredFact]:
         """Up to ``limit`` live facts after u64 id ``after`` (exclusive), in u64 order."""

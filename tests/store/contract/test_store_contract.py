@@ -37,6 +37,20 @@ def test_same_key_updates_in_place(store: Store) -> None:
     assert store.facts([key("one text")], NOW + 5)[key("one text")].metadata == {"v": 2}
 
 
+def test_count_by_counts_live_user_facts_per_string_value_of_a_key(store: Store) -> None:
+    store.remember(write("from mem0 one", metadata='{"imported_from":"mem0"}')).result()
+    store.remember(write("from mem0 two", metadata='{"imported_from":"mem0"}')).result()
+    store.remember(write("from claude", metadata='{"imported_from":"claude-code"}')).result()
+    store.remember(write("a number", metadata='{"imported_from":7}')).result()
+    store.remember(write("gone soon", metadata='{"imported_from":"mem0"}',
+                         expires_at=NOW + 10)).result()
+    store.remember(write("no source")).result()
+    store.put_internal(to_i64(42), "hub", '{"imported_from":"mem0"}', "hub", NOW).result()
+    assert store.count_by("imported_from", NOW) == {"claude-code": 1, "mem0": 3}
+    assert store.count_by("imported_from", NOW + 10) == {"claude-code": 1, "mem0": 2}
+    assert store.count_by("absent", NOW) == {}
+
+
 def test_links_need_live_targets_and_a_refused_write_changes_nothing(store: Store) -> None:
     with pytest.raises(NotFound):
         store.remember(write("dangling", links=((to_i64(12345), "r"),))).result()

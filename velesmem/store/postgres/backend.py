@@ -31,7 +31,7 @@ from velesmem.errors import Internal, InvalidInput, SpaceMoved, StoreUnreachable
 from velesmem.ids import to_i64
 from velesmem.spawner import Spawner
 from velesmem.store import rules
-from velesmem.store.postgres import jobs, spaces, watch, writes
+from velesmem.store.postgres import jobs, meta_index, spaces, watch, writes
 from velesmem.store.postgres.connection import (
     APPLICATION,
     CONNECT_TIMEOUT_S,
@@ -751,6 +751,15 @@ class PostgresStore:
                                         (now,)))
             edges = scalar(conn.execute("SELECT count(*) FROM edges"))
         return Counts(int(facts), int(edges))
+
+    def count_by(self, key: str, now: float) -> dict[str, int]:
+        with self._conn() as conn:
+            rows = conn.execute(
+                f"SELECT m.str, count(*) FROM {meta_index.TABLE} m JOIN facts f ON f.id = m.id "
+                f"WHERE m.key = %s AND m.type = 'text' AND f.kind IS NULL AND "
+                f"{rules.live(rules.POSTGRES, 'f')} GROUP BY m.str ORDER BY m.str",
+                (key, now)).fetchall()
+        return {str(value): int(n) for value, n in rows}
 
     def page(self, after: int | None, limit: int, predicate: Predicate, *, include_internal: bool,
              now: float) -> list[StoredFact]:

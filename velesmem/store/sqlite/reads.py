@@ -13,6 +13,7 @@ from velesmem.ids import to_i64
 from velesmem.store import rules
 from velesmem.store.predicates import Predicate
 from velesmem.store.rows import scalar
+from velesmem.store.sqlite import meta_index
 from velesmem.store.sqlite.predicates import compile_predicate
 from velesmem.store.sqlite.part import (
     FACT_COLUMNS,
@@ -59,6 +60,13 @@ class ReadPart(StorePart):
                                     (now,)))
         edges = scalar(conn.execute("SELECT count(*) FROM edges"))
         return Counts(int(facts), int(edges))
+
+    def count_by(self, key: str, now: float) -> dict[str, int]:
+        rows = self.reader().execute(
+            f"SELECT m.value, count(*) FROM {meta_index.TABLE} m JOIN facts f ON f.id = m.id "
+            f"WHERE m.key = ? AND m.type = 'text' AND f.kind IS NULL AND "
+            f"{rules.live(rules.SQLITE, 'f')} GROUP BY m.value ORDER BY m.value", (key, now))
+        return {str(value): int(n) for value, n in rows}
 
     def page(self, after: int | None, limit: int, predicate: Predicate, *, include_internal: bool,
              now: float) -> list[StoredFact]:

@@ -2,7 +2,7 @@
 
 - **Headers on every answer**: a strict Content-Security-Policy (scripts, styles and images from
   this origin only, no inline script, no framing, forms post here only), ``nosniff``, no
-  referrer, and ``no-store`` for pages.
+  referrer to other origins, and ``no-store`` for pages.
 - **Who may look**: exactly as ``/mcp`` decides (``velesmem.daemon.auth``). When the daemon
   requires a token (beyond loopback, or ``HTTP_AUTH=token``) every page but the login form and
   the static files needs a session: the login form takes a bearer token, checks it with the
@@ -38,7 +38,9 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' 
 SECURITY_HEADERS = (
     ("content-security-policy", CSP),
     ("x-content-type-options", "nosniff"),
-    ("referrer-policy", "no-referrer"),
+    # same-origin, not no-referrer: under no-referrer Chromium sends ``Origin: null`` with a
+    # form POST, which the same-origin check must refuse
+    ("referrer-policy", "same-origin"),
     ("x-frame-options", "DENY"),
     ("cross-origin-opener-policy", "same-origin"),
     ("cross-origin-resource-policy", "same-origin"),

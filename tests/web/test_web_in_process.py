@@ -275,3 +275,12 @@ async def test_a_required_token_means_a_login_that_sets_a_strict_cookie(tmp_path
         assert page.status_code == 200 and "laptop" in page.text
         d.runtime.store.revoke_token("laptop", time.time())  # the session ends with its token
         assert (await d.http.get(BASE + "/")).status_code == 303
+
+
+async def test_the_fact_page_names_the_duplicate_group_with_its_texts(dash: Dash) -> None:
+    first = remember(dash, "The grey heron nests by the old mill on the river Weir", project="birds")
+    again = remember(dash, "The grey heron nests by the old mill on the river Weir.", project="birds")
+    assert dash.runtime.memory.fact(again).duplicates == (first,)
+    page = (await dash.http.get(BASE + f"/fact/{again}")).text
+    group = page.split("<h2>Duplicate group</h2>")[1].split("<h2>")[0]
+    assert f'href="/fact/{first}"' in group and "grey heron nests" in group

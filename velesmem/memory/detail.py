@@ -44,6 +44,7 @@ class FactDetail:
     newer: tuple[int, ...]  # versions superseding it, newest first
     older: tuple[int, ...]  # versions it supersedes, newest first
     archived: bool
+    texts: dict[int, str]  # the text of each version and duplicate named above
 
     @property
     def superseded_by(self) -> int | None:
@@ -65,7 +66,9 @@ def fact_detail(store: VersionStore, key: int, now: float) -> FactDetail | None:
     out_rows = store.out_edges(key, now, cap)
     in_rows = store.in_edges(key, now, cap)
     chain = head(store, key, now)  # [newest, …, key]
-    group = sorted(to_u64(k) for k in mdup.group(store, key, now) if k != key)
+    group_keys = [k for k in mdup.group(store, key, now) if k != key]
+    older_keys = older(store, key, now)
+    named = store.facts(chain[:-1] + older_keys + group_keys, now)
     return FactDetail(
         id=to_u64(key), content=fact.content,
         metadata=validate.visible_metadata(fact.metadata),
@@ -73,10 +76,11 @@ def fact_detail(store: VersionStore, key: int, now: float) -> FactDetail | None:
         confidence=fact.confidence, successes=fact.successes, failures=fact.failures,
         created_at=fact.created_at, updated_at=fact.updated_at, expires_at=fact.expires_at,
         links_out=_links(store, out_rows, now), links_in=_links(store, in_rows, now),
-        duplicates=tuple(group),
+        duplicates=tuple(sorted(to_u64(k) for k in group_keys)),
         newer=tuple(to_u64(k) for k in chain[:-1]),
-        older=tuple(to_u64(k) for k in older(store, key, now)),
+        older=tuple(to_u64(k) for k in older_keys),
         archived=any(rel == ARCHIVED_RELATION for _, rel in out_rows),
+        texts={to_u64(k): f.content for k, f in named.items()},
     )
 
 

@@ -235,6 +235,7 @@ STATUS_SESSIONS_SHOWN = 100  # live MCP sessions the Status page lists (most rec
 MAX_FACT_PAGE_EDGES = 200  # links in and links out each shown on a fact's page
 DEFAULT_DASHBOARD_PAGE = 50  # facts a Memories page lists (keyset paging: one page read at a time)
 MAX_DASHBOARD_PAGE = 200
+DASHBOARD_SCAN_PAGES = 10  # pages a state-filtered browse reads at most to fill one (then: Next)
 DASHBOARD_CONCURRENT_REQUESTS = 2  # dashboard requests doing store work at once (/mcp never waits on them)
 MAX_DASHBOARD_FORM_BYTES = 64 * KIB  # a dashboard form's body; larger is refused unread
 MAX_DASHBOARD_SESSIONS = 256  # login sessions held in memory (the oldest is dropped beyond)

@@ -284,3 +284,32 @@ async def test_the_fact_page_names_the_duplicate_group_with_its_texts(dash: Dash
     page = (await dash.http.get(BASE + f"/fact/{again}")).text
     group = page.split("<h2>Duplicate group</h2>")[1].split("<h2>")[0]
     assert f'href="/fact/{first}"' in group and "grey heron nests" in group
+
+
+async def test_the_breakdown_normalises_text_among_the_facts_the_filter_admits(dash: Dash) -> None:
+    strong = remember(dash, "heron heron heron by the mill", project="a")
+    weak = remember(dash, "a heron flew over the weir at dawn today", project="b")
+    only_b = [{"field": "project", "op": "eq", "value": "b"}]
+    filtered = dash.runtime.memory.explain("heron", [strong, weak], only_b)
+    unfiltered = dash.runtime.memory.explain("heron", [strong, weak])
+    assert filtered[weak].text == 1.0  # the best match the filter admits
+    assert unfiltered[weak].text < 1.0 and unfiltered[strong].text == 1.0
+
+
+async def test_a_state_filter_reads_on_until_the_page_is_full(dash: Dash) -> None:
+    memory = dash.runtime.memory
+    plain = [remember(dash, f"plain fact number {n} about the weir") for n in range(30)]
+    older = [remember(dash, f"the gauge {n} read {n} metres") for n in range(3)]
+    for n, old in enumerate(older):
+        memory.relate(plain[n], old, "supersedes")
+    seen: list[int] = []
+    url = BASE + "/?n=2&state=superseded"
+    pages = 0
+    while url:
+        page = await dash.http.get(url)
+        pages += 1
+        seen += [int(x) for x in re.findall(r'class="fact-link" href="/fact/(\d+)"', page.text)]
+        nxt = re.search(r'rel="next" href="([^"]+)"', page.text)
+        url = BASE + nxt.group(1).replace("&amp;", "&") if nxt else ""
+    assert sorted(seen) == sorted(older)
+    assert pages <= 3  # 33 facts read 2 at a time, but pages fill before they are shown

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+import numpy as np
+
 from velesmem.memory.ranking import LEX_WEIGHT, Ranker, confidence_factor
 from velesmem.store import FactStore, SearchStore
 from velesmem.store.predicates import All
@@ -42,9 +44,13 @@ def explain(store: ExplainStore, ranker: Ranker, query: str, keys: list[int],
     ``predicate``; ``text_only`` while the vector side loads (cosine not compared: 0)."""
     if not keys:
         return {}
+    # BM25 scores do not depend on the filter (it only restricts the candidates), so the text
+    # side is searched unfiltered (a filtered search costs far more at 100k facts) and its best
+    # score taken among the matches the filter admits, as the ranking normalises.
+    lex_ids, lex_scores = store.text_search(query, None)
     allowed = ranker.allowed(predicate)
-    lex_ids, lex_scores = store.text_search(query, allowed)
-    best = float(lex_scores.max()) if len(lex_scores) else 0.0
+    admitted = lex_scores if allowed is None else lex_scores[np.isin(lex_ids, allowed)]
+    best = float(admitted.max()) if len(admitted) else 0.0
     lex = dict(zip(lex_ids.tolist(), lex_scores.tolist()))
     if text_only:
         confidence = store.confidences(keys, now)

@@ -129,11 +129,27 @@ async def show(web: WebContext, request: Request) -> Response:
                              "archived": m.id in archived, "superseded": sup,
                              "duplicates": m.duplicates})
     else:
-        cursor = request.query_params.get("cursor") or None
+        rows, next_cursor = await _browse(web, filters, request.query_params.get("cursor") or None,
+                                          size)
+    done = request.query_params.get("done", "")
+    return web.render(request, "memories.html", title="Memories", query=query, filters=filters,
+                      states=STATES, rows=rows, next_cursor=next_cursor, size=size,
+                      warnings=warnings, done=done if done in ("forgotten",) else "",
+                      params=_params(request))
+
+
+async def _browse(web: WebContext, filters: Filters, cursor: str | None,
+                  size: int) -> tuple[list[dict[str, Any]], str | None]:
+    """Up to ``size`` facts after ``cursor`` in id order that pass the filters, and the cursor
+    of the next page (None: done). The state filter is applied to each page read, so pages are
+    read until ``size`` passed, at most ``DASHBOARD_SCAN_PAGES`` of them (bounded work: the
+    Next link goes on from where the scan stopped)."""
+    memory = web.runtime.memory
+    rows: list[dict[str, Any]] = []
+    for _ in range(limits.DASHBOARD_SCAN_PAGES):
         listed = await web.read(memory.list_memories, cursor, size, filters.exact() or None,
                                 include_archived=filters.state in ("all", "archived"),
                                 where=filters.dates() or None)
-        next_cursor = listed.next_cursor
         ids = [m.id for m in listed.memories]
         archived, superseded = await web.read(memory.states, ids) if ids else (set(), set())
         for lm in listed.memories:
@@ -141,11 +157,13 @@ async def show(web: WebContext, request: Request) -> Response:
                 rows.append({"id": lm.id, "content": lm.content, "metadata": lm.metadata,
                              "signals": None, "score": None, "archived": lm.id in archived,
                              "superseded": lm.id in superseded, "duplicates": ()})
-    done = request.query_params.get("done", "")
-    return web.render(request, "memories.html", title="Memories", query=query, filters=filters,
-                      states=STATES, rows=rows, next_cursor=next_cursor, size=size,
-                      warnings=warnings, done=done if done in ("forgotten",) else "",
-                      params=_params(request))
+        cursor = listed.next_cursor
+        if len(rows) >= size or cursor is None:
+            break
+    if len(rows) > size:  # the next page starts after the last one shown
+        rows = rows[:size]
+        cursor = str(rows[-1]["id"])
+    return rows, cursor
 
 
 def _params(request: Request) -> str:

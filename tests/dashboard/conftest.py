@@ -6,7 +6,8 @@ browser runs with (no ``ignore_https_errors``).
 
 - ``dashboard_daemon`` (session): one seeded daemon for tests that only read;
   ``make_dashboard_daemon(**env)`` a fresh seeded one for tests that change the store or the
-  auth settings.
+  auth settings (bound beyond loopback, or with ``HTTP_AUTH=token``, it gets a bearer token,
+  created before it starts, used by its MCP calls: ``daemon.token``).
 - ``dashboard_browser`` (session): Chromium trusting ``dashboard_daemon``'s CA;
   ``browser_for(daemon)`` one trusting another daemon's CA.
 - ``tab``: a fresh browser context and page on ``dashboard_browser`` that records JavaScript
@@ -77,7 +78,7 @@ class DashboardDaemon:
     env: dict[str, str]
     proc: subprocess.Popen[bytes] | None = None
     ids: dict[str, str] = field(default_factory=dict)
-    token: str | None = None  # set when the daemon requires one (HTTP_AUTH=token)
+    token: str | None = None  # set when the daemon requires one (beyond loopback, HTTP_AUTH=token)
 
     @property
     def base(self) -> str:
@@ -162,7 +163,9 @@ def _create_token(env: dict[str, str]) -> str:
 def _launch(root: Path, port: int, **extra: str) -> DashboardDaemon:
     (root / "home").mkdir(parents=True, exist_ok=True)
     env = _env(root, port, **extra)
-    token = _create_token(env) if extra.get("VELESDB_MEMORY_HTTP_AUTH") == "token" else None
+    remote = not env["VELESDB_MEMORY_HTTP_BIND"].startswith("127.0.0.1:")
+    needs_token = remote or extra.get("VELESDB_MEMORY_HTTP_AUTH") == "token"
+    token = _create_token(env) if needs_token else None
     daemon = DashboardDaemon(root, port, env, token=token)
     try:
         return daemon.start().seed()
@@ -183,8 +186,8 @@ def make_dashboard_daemon(tmp_path_factory: pytest.TempPathFactory
                           ) -> Iterator[Callable[..., DashboardDaemon]]:
     made: list[DashboardDaemon] = []
 
-    def make(**env: str) -> DashboardDaemon:
-        daemon = _launch(tmp_path_factory.mktemp("dashboard-daemon"), free_port(), **env)
+    def make(port: int | None = None, **env: str) -> DashboardDaemon:
+        daemon = _launch(tmp_path_factory.mktemp("dashboard-daemon"), port or free_port(), **env)
         made.append(daemon)
         return daemon
 

@@ -10,6 +10,8 @@ from collections.abc import Callable
 import pytest
 from conftest import Browser, DashboardDaemon, Tab
 
+from tests.support import free_port
+
 pytestmark = pytest.mark.integration
 
 
@@ -116,10 +118,12 @@ def test_a_get_to_an_action_changes_nothing(tab: Tab) -> None:
     assert heron in tab.daemon.recall_ids("grey heron nests")
 
 
-def test_a_daemon_requiring_a_token_asks_for_a_login_that_sets_a_strict_cookie(
+def test_beyond_loopback_a_login_sets_a_strict_session_cookie(
         make_dashboard_daemon: Callable[..., DashboardDaemon],
         browser_for: Callable[[DashboardDaemon], Browser]) -> None:
-    daemon = make_dashboard_daemon(VELESDB_MEMORY_HTTP_AUTH="token")
+    port = free_port()
+    daemon = make_dashboard_daemon(port=port, VELESDB_MEMORY_HTTP_BIND=f"0.0.0.0:{port}",
+                                   VELESDB_MEMORY_HTTP_ALLOW_REMOTE="1")
     assert daemon.token
     tab = browser_for(daemon).tab()
     try:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from velesmem import limits
-from velesmem.store import FactStore, SearchStore
+from velesmem.store import FactStore, SearchStore, StoredFact
 
 RELATION = "duplicate_of"
 
@@ -229,24 +229,29 @@ def scope_of(metadata: Mapping[str, Any], keys: Sequence[str]) -> tuple[Any, ...
 
 def find_original(store: SearchStore, facts: FactStore, key: int, content: str,
                   metadata: Mapping[str, Any], scope_keys: Sequence[str], now: float,
-                  vector: Any = None, tuned: Thresholds | None = None) -> int | None:
+                  vector: Any = None, tuned: Thresholds | None = None, *,
+                  near: Sequence[tuple[int, float]] | None = None,
+                  rows: Mapping[int, StoredFact] | None = None) -> int | None:
     """The live fact (int64 key) ``content`` duplicates in its scope, at the root of its group,
-    or None. Candidates: the best BM25 matches and, with a vector, the nearest vectors;
-    ``tuned`` (the embedder's thresholds) applies with a vector, the lexical one without."""
-    keys, scores = store.text_search(content, None)
-    # best first, ties in index order (a stable sort of the negated scores)
-    order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")[:CANDIDATES]
-    candidates = [int(k) for k in np.asarray(keys)[order]]
+    or None. Candidates: the nearest vectors (``near``/``rows`` when the caller read them
+    already) or, without a vector, the best BM25 matches; ``tuned`` (the embedder's
+    thresholds) applies with a vector, the lexical one without."""
     cosines: dict[int, float] = {}
     if vector is not None:
-        for k, cos in store.vector_search(vector, CANDIDATES, None):
-            cosines[int(k)] = float(cos)
-            if int(k) not in candidates:
-                candidates.append(int(k))
-    candidates = [c for c in candidates if c != key]
+        if near is None:
+            near = [(int(k), float(c)) for k, c in store.vector_search(vector, CANDIDATES + 1,
+                                                                      None)]
+        cosines = {k: c for k, c in near if k != key}
+        candidates = list(cosines)[:CANDIDATES]
+    else:
+        keys, scores = store.text_search(content, None)
+        # best first, ties in index order (a stable sort of the negated scores)
+        order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")[:CANDIDATES + 1]
+        candidates = [int(k) for k in np.asarray(keys)[order] if int(k) != key][:CANDIDATES]
     if not candidates:
         return None
-    rows = facts.facts(candidates, now)
+    if rows is None:
+        rows = facts.facts(candidates, now)
     mine = signature(content)
     scope = scope_of(metadata, scope_keys)
     best: tuple[float, int] | None = None
@@ -255,12 +260,13 @@ def find_original(store: SearchStore, facts: FactStore, key: int, content: str,
         if row is None or scope_of(row.metadata, scope_keys) != scope:
             continue
         theirs = signature(row.content)
-        near = cosines.get(c)
-        if near is None:
+        cosine = cosines.get(c)
+        if cosine is None:
             found = is_duplicate(mine, theirs)
         else:
             limit = tuned or Thresholds(LEXICAL_THRESHOLD, COSINE_THRESHOLD)
-            found = is_duplicate(mine, theirs, near, lexical=limit.lexical, vector=limit.cosine)
+            found = is_duplicate(mine, theirs, cosine, lexical=limit.lexical,
+                                 vector=limit.cosine)
         if found:
             score = max(lexical_similarity(mine, theirs), cosines.get(c, 0.0))
             if best is None or score > best[0]:

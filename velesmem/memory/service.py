@@ -26,7 +26,7 @@ import numpy as np
 from velesmem import limits, validate
 from velesmem.config import Settings
 from velesmem.embed import Embedder
-from velesmem.errors import InvalidInput, NotFound
+from velesmem.errors import Internal, InvalidInput, NotFound
 from velesmem.extract.identifiers import identifier_hub_name
 from velesmem.ids import fact_id, parse_id, to_i64, to_u64
 from velesmem.memory import detail as mdetail
@@ -177,20 +177,25 @@ class MemoryService:
         now = self.now()
         meta, meta_json = validate.metadata(metadata, today=self.today(now), author=author)
         vector = self.embedder.embed([content])[0] if self._can_embed() else None
-        original = None
-        if self.settings.dedup:
-            original = mdup.find_original(self.store, self.store, to_i64(fid), content, meta,
-                                          self.settings.duplicate_scope_keys, now, vector,
-                                          mdup.thresholds(self.embedder.model))
-        write = FactWrite(to_i64(fid), content, meta_json, vector, now,
-                          None if ttl is None else now + ttl,
-                          tuple((to_i64(t), r) for t, r in pairs))
-        old = find_superseded(self.store, write.key, content, meta, vector, now)
-        future = self.store.remember(write)
+        key = to_i64(fid)
+        near, rows = self._neighbours(key, vector, now)
+        derived: list[tuple[int, str]] = []
+        old = find_superseded(self.store, key, content, meta, vector, now, near=near, rows=rows)
         if old is not None:
-            future = self._then_supersede(future, write.key, old, now)
-        if original is not None:
-            future = self._link_duplicate(future, original, now)
+            derived.append((old, SUPERSEDES))
+        if self.settings.dedup:
+            original = mdup.find_original(self.store, self.store, key, content, meta,
+                                          self.settings.duplicate_scope_keys, now, vector,
+                                          mdup.thresholds(self.embedder.model), near=near,
+                                          rows=rows)
+            if original is not None:
+                derived.append((original, mdup.RELATION))
+        # the derived links commit with the fact (one transaction, skipped if their target
+        # was forgotten meanwhile): never a second write, never a failed remember
+        write = FactWrite(key, content, meta_json, vector, now,
+                          None if ttl is None else now + ttl,
+                          tuple((to_i64(t), r) for t, r in pairs), tuple(derived))
+        future = self.store.remember(write)
         hook = self._hooks.on_remembered
         if hook is not None:
             future.add_done_callback(
@@ -200,57 +205,20 @@ class MemoryService:
             future.add_done_callback(lambda f: None if f.exception() is not None else backlog())
         return then(future, lambda key: RememberResult(to_u64(key)))
 
-    def _then_supersede(self, written: Future[int], new: int, old: int,
-                        now: float) -> Future[int]:
-        """``written``, resolved once the edge ``new --supersedes--> old`` is committed too.
-        The edge is derived, not acknowledged: if ``old`` was forgotten meanwhile (or the
-        store closes) the fact stands without it."""
-        out: Future[int] = Future()
-
-        def linked(_: Future[int], key: int) -> None:
-            out.set_result(key)
-
-        def done(f: Future[int]) -> None:
-            error = f.exception()
-            if error is not None:
-                out.set_exception(error)
-                return
-            key = f.result()
-            try:
-                edge = self.store.relate(new, old, SUPERSEDES, now)
-            except Exception:  # noqa: BLE001 — the fact is stored; only the link is lost
-                out.set_result(key)
-                return
-            edge.add_done_callback(lambda e: linked(e, key))
-
-        written.add_done_callback(done)
-        return out
-
-    def _link_duplicate(self, written: Future[int], original: int, now: float) -> Future[int]:
-        """``written`` (the new fact's key), resolved once the fact is linked ``duplicate_of``
-        ``original`` in a second write. The fact is already durable: a link that fails (the
-        original forgotten meanwhile) leaves it unlinked, never fails the remember."""
-        out: Future[int] = Future()
-
-        def linked(key: int, f: Future[int]) -> None:
-            f.exception()  # a refused link (NotFound) only means no group
-            out.set_result(key)
-
-        def stored(f: Future[int]) -> None:
-            error = f.exception()
-            if error is not None:
-                out.set_exception(error)
-                return
-            key = f.result()
-            try:
-                link = self.store.relate(key, original, mdup.RELATION, now)
-            except Exception:  # noqa: BLE001 — the fact is stored; the link is optional
-                out.set_result(key)
-                return
-            link.add_done_callback(lambda lf: linked(key, lf))
-
-        written.add_done_callback(stored)
-        return out
+    def _neighbours(self, key: int, vector: np.ndarray | None, now: float
+                    ) -> tuple[list[tuple[int, float]] | None, dict[int, StoredFact] | None]:
+        """The nearest live facts to a new fact's ``vector`` (key, cosine) and their rows, read
+        once for both the supersede and the duplicate checks; (None, None) without a vector or
+        while the index loads (the write goes on unlinked)."""
+        if vector is None:
+            return None, None
+        n = max(limits.SUPERSEDE_CANDIDATES, mdup.CANDIDATES) + 1
+        try:
+            near = [(int(k), float(c)) for k, c in self.store.vector_search(vector, n, None)
+                    if int(k) != key]
+        except Internal:
+            return None, None
+        return near, self.store.facts([k for k, _ in near], now)
 
     def _can_embed(self) -> bool:
         """Whether a write embeds its fact now: always without a Runtime; with one, once its

@@ -17,7 +17,7 @@ ever dropped from the store: older versions stay retrievable by id, in ``export`
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol
@@ -165,21 +165,27 @@ class VersionStore(FactStore, SearchStore, Protocol):
 
 
 def find_superseded(store: VersionStore, key: int, content: str, metadata: dict[str, object],
-                    vector: np.ndarray | None, now: float) -> int | None:
+                    vector: np.ndarray | None, now: float, *,
+                    near: Sequence[tuple[int, float]] | None = None,
+                    rows: Mapping[int, StoredFact] | None = None) -> int | None:
     """The newest live fact in the same scope that ``content`` (about to be stored under
     ``key``, embedded as ``vector``) changes, or None. Reads only the vector index's best few
-    candidates. Not BM25: its term caches would remember the new fact's words as unknown. A
-    fact written while the model loads (no vector yet) is not checked."""
+    candidates (``near``/``rows`` when the caller read them already). Not BM25: its term caches
+    would remember the new fact's words as unknown. A fact written while the model loads (no
+    vector yet) is not checked."""
     if vector is None:
         return None
-    n = limits.SUPERSEDE_CANDIDATES + 1
-    try:
-        keys = [k for k, _ in store.vector_search(vector, n, None) if k != key]
-    except Internal:  # the index still loads (or the store closes): the write goes on unlinked
-        return None
+    if near is None:
+        n = limits.SUPERSEDE_CANDIDATES + 1
+        try:
+            near = [(int(k), float(c)) for k, c in store.vector_search(vector, n, None)]
+        except Internal:  # the index still loads (or the store closes): the write goes on
+            return None
+    keys = [k for k, _ in near if k != key]
     if not keys:
         return None
-    found = store.facts(keys, now)
+    found = dict(rows) if rows is not None else store.facts(keys, now)
+    found = {k: found[k] for k in keys if k in found}
     mine = statement(content)
     matches = [f for f in found.values()
                if same_scope(f.metadata, metadata) and changes_statement(mine, statement(f.content))

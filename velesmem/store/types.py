@@ -47,6 +47,9 @@ class FactWrite:
     now: float
     expires_at: float | None
     links: tuple[tuple[int, str], ...] = ()  # (target key, relation)
+    # edges curation derived (duplicate_of, supersedes): written in the fact's own transaction
+    # when their target is still live, skipped (never an error) when it was forgotten meanwhile
+    derived: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True)

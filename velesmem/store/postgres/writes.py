@@ -168,6 +168,11 @@ def remember(store: PostgresStore, w: FactWrite) -> Job:
         effect = upsert_fact(store, conn, w)
         for target, relation in w.links:
             insert_edge(conn, w.key, target, relation, w.now)
+        if w.derived:
+            alive = live_ends(conn, [t for t, _ in w.derived], w.now)
+            for target, relation in w.derived:
+                if target != w.key and target in alive:
+                    insert_edge(conn, w.key, target, relation, w.now)
         return Outcome(w.key, effect)
 
     return job

@@ -68,6 +68,9 @@ def remember(store: SqliteStore, w: FactWrite) -> Job:
         effect = upsert_fact(store, conn, w)
         for target, relation in w.links:
             insert_edge(conn, w.key, target, relation, w.now)
+        for target, relation in w.derived:
+            if target != w.key and exists(conn, target, w.now, user_only=True):
+                insert_edge(conn, w.key, target, relation, w.now)
         return Outcome(w.key, effect)
 
     return job

@@ -40,17 +40,38 @@ def test_hops_are_columns_left_to_right() -> None:
     assert [h for h, _ in drawing.hop_columns] == [0, 1, 2]
 
 
-def test_fifty_nodes_wrap_into_columns_without_overlap_and_fit_the_drawing() -> None:
-    nodes, edges = _walk(10, 39)
-    drawing = whygraph.layout(nodes, edges)
-    assert len(drawing.nodes) == 50
-    assert max(p.row for p in drawing.nodes) == whygraph.ROWS - 1
-    assert len({p.column for p in drawing.nodes if p.node.hop == 2}) == 4  # 39 / 12 → 4 columns
+def _apart(drawing: whygraph.Layout) -> None:
     rects = _rects(drawing)
     for i, a in enumerate(rects):
         for b in rects[i + 1:]:
             assert a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1], (a, b)
         assert a[2] <= drawing.width and a[3] <= drawing.height
+
+
+def test_fifty_nodes_stay_one_column_per_hop_without_overlap() -> None:
+    nodes, edges = _walk(10, 39)
+    drawing = whygraph.layout(nodes, edges)
+    assert len(drawing.nodes) == 50
+    assert {p.node.hop: p.column for p in drawing.nodes} == {0: 0, 1: 1, 2: 2}
+    _apart(drawing)
+
+
+def test_a_fact_is_centred_on_the_facts_it_reached() -> None:
+    nodes, edges = _walk(3, 9)
+    drawing = whygraph.layout(nodes, edges)
+    y = {p.node.id: p.y for p in drawing.nodes}
+    for parent in (100, 101, 102):
+        reached = [e.to for e in edges if e.from_ == parent]
+        assert y[parent] == sum(y[k] for k in reached) / len(reached)
+    assert y[1] == sum(y[k] for k in (100, 101, 102)) / 3
+
+
+def test_a_very_wide_hop_wraps_into_columns_without_overlap() -> None:
+    nodes, edges = _walk(2, 100)
+    drawing = whygraph.layout(nodes, edges)
+    assert len({p.column for p in drawing.nodes if p.node.hop == 2}) == 3  # 100 / 40
+    assert max(p.row for p in drawing.nodes) == whygraph.ROWS - 1
+    _apart(drawing)
 
 
 def test_a_hop_is_ordered_by_the_facts_that_reached_it() -> None:

@@ -3,7 +3,7 @@
 
 Hops are columns, left to right (a hop with more than ``ROWS`` facts wraps into several columns);
 within a column the facts are ordered by the mean row of the facts that reached them (fewer
-crossings), then by discovery order. Each edge is labelled with its relation(s) — ``via <entity>``
+crossings), then by discovery order, and each fact is centred on the facts it reached (a tree). Each edge is labelled with its relation(s) — ``via <entity>``
 names the identifier or entity that linked two facts. Every text is escaped: facts are untrusted.
 The page's ``why.js`` moves focus between hops with the arrow keys; without JavaScript the nodes
 are ordinary links, in hop order for Tab.
@@ -20,7 +20,7 @@ from markupsafe import Markup, escape
 
 from velesmem.memory.results import WhyEdge, WhyNode
 
-ROWS = 12  # facts per column before a hop wraps into another column
+ROWS = 40  # facts per column before a hop wraps into another column
 NODE_W, NODE_H = 210, 50
 COL_GAP, ROW_GAP = 130, 22  # room for edge labels between columns
 PAD, HEADER = 16, 26
@@ -28,7 +28,8 @@ LINE_CHARS, LINES = 32, 2  # a node shows its text's start on at most two lines
 LABEL_CHARS = 26  # an edge label's characters (the full label is its tooltip)
 TITLE_CHARS = 400  # a node's tooltip: the start of its text
 LABEL_CHAR_W = 6.4  # px per label character at the stylesheet's label size (for its backdrop)
-BACK_BEND = 70  # how far an edge to the same or an earlier column bows out to the right
+BACK_BEND = 70  # how far an edge to its own column bows out to the right
+BACK_DROP = 34  # how far below the straight line an edge back to an earlier column bows
 
 
 @dataclass(frozen=True)
@@ -88,33 +89,60 @@ def _order(nodes: Sequence[WhyNode], edges: Sequence[WhyEdge]) -> dict[int, list
     return by_hop
 
 
+def _rows_y(columns: dict[int, list[WhyNode]], kids: dict[int, list[int]]) -> dict[int, float]:
+    """Each node's top y: packed in its column's order, then, from the last column back, each
+    fact centred on the facts it reached (kept in order, never closer than a row apart), so a
+    walk reads like a tree."""
+    step = NODE_H + ROW_GAP
+    top = PAD + HEADER
+    ys = {n.id: top + row * step for members in columns.values() for row, n in enumerate(members)}
+    for col in sorted(columns, reverse=True):
+        prev: float | None = None
+        for n in columns[col]:
+            below = [ys[k] for k in kids.get(n.id, ())]
+            want = sum(below) / len(below) if below else (top if prev is None else prev + step)
+            y = want if prev is None else max(want, prev + step)
+            ys[n.id] = max(y, top)
+            prev = ys[n.id]
+    return ys
+
+
 def layout(nodes: Sequence[WhyNode], edges: Sequence[WhyEdge]) -> Layout:
     """Place ``nodes`` by hop and gather ``edges`` between the same two facts (see module doc)."""
     by_hop = _order(nodes, edges)
-    placed: list[Placed] = []
     hop_columns: list[tuple[int, int]] = []
+    columns: dict[int, list[WhyNode]] = {}
+    where: dict[int, tuple[int, int, int]] = {}  # id -> (index in its hop, column, row)
     column = 0
-    tallest = 0
     for hop in sorted(by_hop):
         members = by_hop[hop]
         hop_columns.append((hop, column))
         for i, n in enumerate(members):
             col, row = column + i // ROWS, i % ROWS
-            placed.append(Placed(n, i, col, row, PAD + col * (NODE_W + COL_GAP),
-                                 PAD + HEADER + row * (NODE_H + ROW_GAP)))
-        tallest = max(tallest, min(len(members), ROWS))
+            columns.setdefault(col, []).append(n)
+            where[n.id] = (i, col, row)
         column += max(1, math.ceil(len(members) / ROWS))
-    labels: dict[tuple[int, int], list[str]] = {}
-    ids = {p.node.id for p in placed}
+    hop_of = {n.id: n.hop for n in nodes}
+    kids: dict[int, list[int]] = {}
     for e in edges:
-        if e.from_ in ids and e.to in ids:
+        if e.from_ in where and e.to in where and hop_of[e.to] > hop_of[e.from_] \
+                and e.to not in kids.setdefault(e.from_, []):
+            kids[e.from_].append(e.to)
+    ys = _rows_y(columns, kids)
+    placed = tuple(Placed(n, where[n.id][0], where[n.id][1], where[n.id][2],
+                          PAD + where[n.id][1] * (NODE_W + COL_GAP), ys[n.id])
+                   for hop in sorted(by_hop) for n in by_hop[hop])
+    labels: dict[tuple[int, int], list[str]] = {}
+    for e in edges:
+        if e.from_ in where and e.to in where:
             found = labels.setdefault((e.from_, e.to), [])
             if e.relation not in found:
                 found.append(e.relation)
     links = tuple(Link(s, d, tuple(rels)) for (s, d), rels in labels.items())
     width = 2 * PAD + max(column, 1) * (NODE_W + COL_GAP) - COL_GAP + BACK_BEND
-    height = 2 * PAD + HEADER + max(tallest, 1) * (NODE_H + ROW_GAP) - ROW_GAP
-    return Layout(tuple(placed), links, float(width), float(height), tuple(hop_columns))
+    bottom = max((p.y for p in placed), default=PAD + HEADER)
+    height = bottom + NODE_H + PAD + BACK_DROP
+    return Layout(placed, links, float(width), float(height), tuple(hop_columns))
 
 
 def node_lines(text: str) -> list[str]:
@@ -134,23 +162,24 @@ def _num(value: float) -> str:
 
 
 def _edge(src: Placed, dst: Placed, link: Link) -> str:
-    """One edge: a curve from ``src``'s right side to ``dst``'s left side (or bowed out to the
-    right when ``dst`` is not in a later column), its label on the curve's middle."""
+    """One edge: a curve from ``src``'s right side to ``dst``'s left side; back to an earlier
+    column from ``src``'s left side to ``dst``'s right side, bowed below; to its own column bowed
+    out to the right. Its label sits on the curve's middle."""
     y1, y2 = src.y + NODE_H / 2, dst.y + NODE_H / 2
-    x1 = src.x + NODE_W
-    if dst.column > src.column:
-        x2 = dst.x
-        c1, c2 = x1 + (x2 - x1) / 2, x1 + (x2 - x1) / 2
-        path = f"M{_num(x1)},{_num(y1)} C{_num(c1)},{_num(y1)} {_num(c2)},{_num(y2)} " \
-               f"{_num(x2)},{_num(y2)}"
-        mx, my = (x1 + x2) / 2, (y1 + y2) / 2
-    else:  # to itself, the same column or an earlier one: out to the right and back
-        x2 = dst.x + NODE_W
-        bend = max(x1, x2) + BACK_BEND
-        y2 = y2 + (6 if dst.node.id == src.node.id else 0)
-        path = f"M{_num(x1)},{_num(y1)} C{_num(bend)},{_num(y1)} {_num(bend)},{_num(y2)} " \
-               f"{_num(x2)},{_num(y2)}"
-        mx, my = 0.125 * x1 + 0.75 * bend + 0.125 * x2, (y1 + y2) / 2
+    if dst.column > src.column:  # forward: right side to left side
+        x1, x2 = src.x + NODE_W, dst.x
+        c1, c2 = (x1 + (x2 - x1) / 2, y1), (x1 + (x2 - x1) / 2, y2)
+    elif dst.column < src.column:  # back to an earlier column: left side to right side, bowed
+        x1, x2 = src.x, dst.x + NODE_W  # below the straight line, clear of a forward edge
+        c1, c2 = (x1 - BACK_BEND / 2, y1 + BACK_DROP), (x2 + BACK_BEND / 2, y2 + BACK_DROP)
+    else:  # to itself or its own column: out to the right and back
+        x1 = x2 = src.x + NODE_W
+        y2 += 6 if dst.node.id == src.node.id else 0
+        c1, c2 = (x1 + BACK_BEND, y1), (x2 + BACK_BEND, y2)
+    path = (f"M{_num(x1)},{_num(y1)} C{_num(c1[0])},{_num(c1[1])} {_num(c2[0])},{_num(c2[1])} "
+            f"{_num(x2)},{_num(y2)}")
+    mx = (x1 + 3 * c1[0] + 3 * c2[0] + x2) / 8  # the curve's point at t = 1/2
+    my = (y1 + 3 * c1[1] + 3 * c2[1] + y2) / 8
     full = ", ".join(link.labels)
     label = _short(full, LABEL_CHARS)
     w = len(label) * LABEL_CHAR_W + 8

@@ -4,11 +4,11 @@ headless Chromium — Debian's ``chromium`` (``.ci/run`` installs it) driven by 
 TRUSTS the daemon's CA: the CA is added with ``certutil`` to the NSS database of a temp HOME the
 browser runs with (no ``ignore_https_errors``).
 
-- ``dashboard_daemon`` (session): one seeded daemon for tests that only read;
+- ``dashboard_daemon`` (module): one seeded daemon for tests that only read;
   ``make_dashboard_daemon(**env)`` a fresh seeded one for tests that change the store or the
   auth settings (bound beyond loopback, or with ``HTTP_AUTH=token``, it gets a bearer token,
   created before it starts, used by its MCP calls: ``daemon.token``).
-- ``dashboard_browser`` (session): Chromium trusting ``dashboard_daemon``'s CA;
+- ``dashboard_browser`` (module): Chromium trusting ``dashboard_daemon``'s CA;
   ``browser_for(daemon)`` one trusting another daemon's CA.
 - ``tab``: a fresh browser context and page on ``dashboard_browser`` that records JavaScript
   dialogs, requests to any origin but the daemon's, and console errors (CSP violations are
@@ -174,7 +174,7 @@ def _launch(root: Path, port: int, **extra: str) -> DashboardDaemon:
         raise
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def dashboard_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DashboardDaemon]:
     daemon = _launch(tmp_path_factory.mktemp("dashboard-daemon"), free_port())
     yield daemon
@@ -272,7 +272,10 @@ def _trusting_home(root: Path, ca: Path) -> Path:
     return root
 
 
-@pytest.fixture(scope="session")
+# Module scope, not session: Playwright's sync API keeps an asyncio loop running in this thread
+# while it is open, and every async test run after it in the same session would then fail
+# ("Cannot run the event loop while another loop is running").
+@pytest.fixture(scope="module")
 def playwright_driver() -> Iterator[Any]:
     require_module("playwright", "playwright is not installed; pip install -e '.[test]'")
     from playwright.sync_api import sync_playwright
@@ -300,7 +303,7 @@ def browser_for(playwright_driver: Any, tmp_path_factory: pytest.TempPathFactory
         browser.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def dashboard_browser(playwright_driver: Any, dashboard_daemon: DashboardDaemon,
                       tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
     home = _trusting_home(tmp_path_factory.mktemp("chromium-home"), dashboard_daemon.ca)

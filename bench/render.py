@@ -176,6 +176,30 @@ def render_cold_start(data: dict[str, Any]) -> list[str]:
     return lines
 
 
+def render_ranking_cv(data: dict[str, Any]) -> list[str]:
+    """bench/ranking_cv.py: recall's fusion tuned on two public sets, reported on the third."""
+    sets = ", ".join(f"{s['name']} ({s['shape']}: {s['facts']:,} facts, {s['questions']:,} questions)"
+                     for s in data["sets"])
+    lines = [f"Hit@1/5/10 of each set when the fusion was chosen on the other two; sets: {sets}. "
+             "Gain: the mean per-question gain in (hit@1 + hit@5 + hit@10) / 3 over today's "
+             "defaults, with a paired bootstrap 95 % interval. Why and how: "
+             "[docs/ranking.md](ranking.md).", ""]
+    rows = []
+    for fold in data["folds"]:
+        for emb, hit in fold["held_out_hits"].items():
+            today, g = fold["today_hits"][emb], fold["gain_over_today"][emb]
+            rows.append([fold["held_out"], " + ".join(fold["tuned_on"]), emb, f"`{fold['chosen'][emb]}`",
+                         " / ".join(f"{hit[f'hit@{k}']:.3f}" for k in (1, 5, 10)),
+                         " / ".join(f"{today[f'hit@{k}']:.3f}" for k in (1, 5, 10)),
+                         f"{g['gain']:+.3f} [{g['low']:+.3f}, {g['high']:+.3f}]"])
+    lines += _table(["held out", "tuned on", "embedder", "chosen", "hit@1/5/10 held out",
+                     "today's defaults", "gain (95 % CI)"], rows)
+    lines += ["", f"Decision: {data['decision']}. Today's defaults: "
+              + "; ".join(f"{e} `{c}`" for e, c in data["today"]["config"].items()) + ".",
+              "", f"Measured with `{_command(data)}` on {data['machine']} ({data['seconds']:.0f} s).", ""]
+    return lines
+
+
 def _command(data: dict[str, Any]) -> str:
     """The command a result names, its script path from the checkout's root, wherever it ran."""
     tokens = str(data.get("command", "?")).split()
@@ -231,6 +255,7 @@ RENDERERS: dict[str, tuple[str, Callable[[dict[str, Any]], list[str]]]] = {
     "remember_cpu": ("## CPU per remember against bare MCP servers", render_remember_cpu),
     "cold_start": ("## Cold start", render_cold_start),
     "dashboard": ("## The dashboard at 100k facts", render_dashboard),
+    "ranking_cv": ("## Recall ranking, cross-validated on three public sets", render_ranking_cv),
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pytest
 
 from velesmem.ids import to_i64
 from velesmem.memory import MemoryService
@@ -55,6 +56,19 @@ def test_doc_lengths_follow_new_rows_and_reload_on_a_new_generation(mem: MemoryS
     assert lengths.get(conn, both, 0).tolist() == [10.0, 2.0]  # fetched on demand
     assert lengths.get(conn, both, 1).tolist() == [10.0, 2.0]  # reloaded whole
     assert lengths.get(conn, np.asarray([12345], dtype=np.int64), 1).tolist() == [0.0]
+
+
+def test_doc_lengths_merged_from_rows_fetched_on_demand_stay_right(
+        mem: MemoryService, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bm25, "MERGE_MIN", 4)
+    conn = mem.store.reader()
+    lengths = bm25.DocLengths()
+    assert lengths.get(conn, np.asarray([1], dtype=np.int64), 0).tolist() == [0.0]  # loads: empty
+    keys = [to_i64(mem.remember(f"{'word ' * (n + 1)}n{n}").id) for n in range(12)]
+    for n, key in enumerate(keys):  # one at a time: merged in after every few
+        assert lengths.get(conn, np.asarray([key], dtype=np.int64), 0).tolist() == [n + 2.0]
+    every = np.asarray(keys[::-1], dtype=np.int64)
+    assert lengths.get(conn, every, 0).tolist() == [n + 2.0 for n in range(12)][::-1]
 
 
 def test_the_length_normalisation_is_a_parameter(mem: MemoryService) -> None:

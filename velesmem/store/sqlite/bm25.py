@@ -26,7 +26,8 @@ B = 0.75  # FTS5's own length normalisation (``scores`` takes another: see text.
 IDF_FLOOR = 1e-6
 FTS_TABLE = "facts_fts"
 AVERAGES_ROWID = 1  # FTS5's record of the row count and the token count per column
-MERGE_MIN = 4_096  # rows fetched on demand before they are merged into the sorted arrays
+MERGE_MIN = 512  # rows fetched on demand before they are merged into the sorted arrays (a list
+# comprehension over a dict per query costs more than the occasional merge)
 
 
 def _varint(blob: bytes, pos: int) -> tuple[int, int]:

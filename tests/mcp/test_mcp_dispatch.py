@@ -91,3 +91,24 @@ async def test_a_tool_whose_signature_changed_is_not_served_its_stale_shipped_de
     assert tool.fingerprint != shipped_definitions()["recall"]["fingerprint"]
     assert "brand_new" in tool.definition.input_schema["properties"]
     assert tool.params == ["query", "k", "brand_new"]
+
+
+def test_an_unreadable_definitions_file_means_every_tool_is_built(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from velesmem.mcp import registry
+
+    broken = tmp_path / "definitions.json"
+    broken.write_text("<<<<<<< a merge conflict\n", encoding="utf-8")
+    monkeypatch.setattr(registry, "DEFINITIONS_FILE", broken)
+    registry.shipped_definitions.cache_clear()
+    try:
+        assert registry.shipped_definitions() == {}
+        tools = registry.ToolRegistry()
+
+        async def remember(fact: str) -> dict[str, Any]:
+            """Store a fact."""
+            return {}
+
+        assert tools.add(remember).definition.input_schema["required"] == ["fact"]
+    finally:
+        registry.shipped_definitions.cache_clear()

@@ -39,12 +39,13 @@ DEFINITIONS_FILE = Path(__file__).with_name("definitions.json")
 
 @cache
 def shipped_definitions() -> Mapping[str, Any]:
-    """The definitions built for the shipped tools: {name: {fingerprint, definition}} ({} if absent)."""
+    """The definitions built for the shipped tools: {name: {fingerprint, definition}} ({} when the
+    file is absent or unreadable: every tool is then built, as a changed one is)."""
     try:
         data = json.loads(DEFINITIONS_FILE.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+        return cast(Mapping[str, Any], data["tools"])
+    except (OSError, ValueError, KeyError, TypeError):
         return {}
-    return cast(Mapping[str, Any], data["tools"])
 
 
 def fingerprint(fn: ToolFn, description: str | None, annotations: mcp_types.ToolAnnotations | None,

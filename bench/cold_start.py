@@ -9,7 +9,10 @@ first tool call (``remember`` or ``recall``; writes never wait for the model, an
 before it is ready answers from text search with a warning), the daemon's CPU until then, and the
 model being ready (the first ``recall`` answered without a warning). The local model's int8 graph
 is prepared first, as the installers do (``velesdb-memory prepare-model``); ``-X importtime`` of
-one extra HTTPS run lists the heaviest imports until the first reply. The client is imported before
+one extra HTTPS run lists the heaviest imports until the first reply. Interleaved with the runs,
+the floor: the bare MCP SDK server (``_bare_sdk.py``: one trivial tool, its TLS files made
+beforehand) timed the same way from exec to its first ``remember`` reply, which is what importing
+the SDK and serving on it costs here before any velesmem code. The client is imported before
 any clock starts; the checkout is byte-compiled first, as pip does at install. Writes
 bench/results/cold_start.json (rendered by bench/render.py).
 
@@ -33,13 +36,13 @@ from pathlib import Path
 from typing import Any
 
 from _common import machine, median, print_table, write_results
-from _daemon import CHECKOUT, Served, daemon_env, free_port, load_average, process_cpu_s
+from _daemon import BENCH_DIR, CHECKOUT, Served, daemon_env, free_port, load_average, process_cpu_s
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from velesmem.daemon.tls import client_ssl_context
+from velesmem.daemon.tls import client_ssl_context, prepare_tls
 
 DEADLINE_S = 120.0
 POLL_S = 0.005
@@ -153,6 +156,41 @@ def one(case: tuple[str, str], tmp: Path, embedder: str, tool: str, index: int) 
         Served(proc, "", f"https://127.0.0.1:{port}", root / "tls" / "ca-cert.pem", root / "daemon.log").stop()
 
 
+async def _first_bare_reply(port: int, ca: Path, proc: subprocess.Popen[bytes], t0: float) -> dict[str, float]:
+    while True:  # until it listens
+        if time.perf_counter() - t0 > DEADLINE_S or proc.poll() is not None:
+            raise SystemExit("no answer from the bare MCP SDK server")
+        client = Client(StreamableHttpTransport(f"https://127.0.0.1:{port}/mcp", verify=client_ssl_context(ca)))
+        try:
+            await client.__aenter__()
+        except Exception:  # noqa: BLE001 — not listening yet
+            await asyncio.sleep(POLL_S)
+            continue
+        try:
+            result = await client.call_tool("remember", TOOLS["remember"], raise_on_error=False)
+            first, cpu = time.perf_counter() - t0, process_cpu_s(proc.pid)
+            if _is_error(result):
+                raise SystemExit(f"the bare server failed: {result}")
+            return {"first_s": first, "cpu_s": cpu}
+        finally:
+            await client.__aexit__(None, None, None)
+
+
+def floor(root: Path) -> dict[str, float]:
+    """Exec of the bare MCP SDK server (its TLS files made first) to its first ``remember`` reply."""
+    files = prepare_tls(root / "bare-tls")
+    port = free_port()
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, str(BENCH_DIR / "_bare_sdk.py"), str(port), str(files.leaf_cert),
+                             str(files.leaf_key)], cwd=CHECKOUT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    try:
+        return asyncio.run(_first_bare_reply(port, files.ca_cert, proc, t0))
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
 def heaviest_imports(root: Path, embedder: str, top: int = 15) -> list[tuple[str, float]]:
     """The daemon's slowest top-level imports until its first reply (-X importtime, HTTPS)."""
     root.mkdir(parents=True, exist_ok=True)
@@ -214,6 +252,7 @@ def main() -> None:
     prepared = prepared_model(args.embedder)
     load_before = load_average()
     raw: dict[str, dict[str, list[dict[str, float]]]] = {}
+    bare: list[dict[str, float]] = []
     with tempfile.TemporaryDirectory(prefix="velesmem-cold-") as tmp:
         for case in cases_run:  # the warm HOMEs get their first (fresh) start outside the figures
             if case[1] == "warm":
@@ -224,6 +263,8 @@ def main() -> None:
                     row = one(case, Path(tmp), args.embedder, tool, i)
                     raw.setdefault(" ".join(case), {}).setdefault(tool, []).append(row)
                     print(case, tool, {k: round(v, 3) for k, v in row.items()}, file=sys.stderr, flush=True)
+            bare.append(floor(Path(tmp) / f"bare-{i}"))
+            print("bare MCP SDK", {k: round(v, 3) for k, v in bare[-1].items()}, file=sys.stderr, flush=True)
         imports = heaviest_imports(Path(tmp) / "imports", args.embedder)
     load_after = load_average()
     cases = {name: {tool: {key: spread([r[key] for r in rows]) for key in rows[0]}
@@ -231,6 +272,7 @@ def main() -> None:
     worst_first = max(f["first_s"]["median"] for tools in cases.values() for f in tools.values())
     worst_ready = max(f["ready_s"]["median"] for tools in cases.values() for f in tools.values())
     worst_cpu = max(f["cpu_s"]["median"] for tools in cases.values() for f in tools.values())
+    bare_floor = {key: spread([r[key] for r in bare]) for key in bare[0]}
     print(f"\nCold start ({args.runs} runs per case and first tool, embedder {args.embedder}; "
           f"model prepared at {prepared or '-'})")
     print(f"machine: {machine()}; load average before: {load_before}; after: {load_after}\n")
@@ -243,12 +285,15 @@ def main() -> None:
                  "exec → model ready s"], rows)
     print(f"\nworst median to the first reply: {worst_first:.3f} s (target <= 1.0 s); "
           f"to the model ready: {worst_ready:.3f} s")
+    print(f"the bare MCP SDK server (the floor): {bare_floor['first_s']['median']:.3f} s to its first "
+          f"reply, {bare_floor['cpu_s']['median']:.3f} s CPU")
     print("\nheaviest imports until the first reply (cumulative s, -X importtime, one HTTPS run):")
     for name, seconds in imports:
         print(f"  {seconds:6.3f}  {name}")
     path = write_results("cold_start", {
         "runs": args.runs, "embedder": args.embedder, "prepared": prepared, "cases": cases,
         "raw": raw, "imports": imports, "load_before": load_before, "load_after": load_after,
+        "bare_sdk": bare_floor, "bare_sdk_raw": bare,
         "summary": {"first_reply_s": worst_first, "first_reply_cpu_s": worst_cpu,
                     "model_ready_s": worst_ready}})
     print(f"\nwrote {path}")

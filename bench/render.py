@@ -169,6 +169,7 @@ def render_cold_start(data: dict[str, Any]) -> list[str]:
     lines += ["", f"- Target exec → first tool-call reply ≤ 1.0 s: {summary['first_reply_s']:.3f} s in "
               f"the slowest case — {'met' if summary['first_reply_s'] <= 1.0 else 'missed'}; the "
               f"model is ready at {summary['model_ready_s']:.3f} s in the slowest case.",
+              *_cold_floor(data),
               "", "Heaviest imports until the first reply (cumulative, `-X importtime`, one HTTPS run): "
               + ", ".join(f"`{name}` {seconds:.3f} s" for name, seconds in data["imports"][:8]) + ".",
               "", f"Measured with `{_command(data)}` on {data['machine']} (load average "
@@ -198,6 +199,19 @@ def render_ranking_cv(data: dict[str, Any]) -> list[str]:
               + "; ".join(f"{e} `{c}`" for e, c in data["today"]["config"].items()) + ".",
               "", f"Measured with `{_command(data)}` on {data['machine']} ({data['seconds']:.0f} s).", ""]
     return lines
+
+
+def _cold_floor(data: dict[str, Any]) -> list[str]:
+    """The bare MCP SDK server's own cold start, measured beside the daemon's (when recorded)."""
+    bare = data.get("bare_sdk")
+    if not bare:
+        return []
+    first, cpu = bare["first_s"], bare["cpu_s"]
+    return [f"- The floor, measured in the same runs: the bare MCP SDK server (`bench/_bare_sdk.py`, "
+            f"one trivial tool, TLS files ready) answers its first `remember` {first['median']:.3f} s "
+            f"({first['min']:.3f}–{first['max']:.3f}) after exec, with {cpu['median']:.3f} s of CPU "
+            f"({cpu['min']:.3f}–{cpu['max']:.3f}): importing the SDK and serving on it, before any "
+            "velesmem code."]
 
 
 def _command(data: dict[str, Any]) -> str:

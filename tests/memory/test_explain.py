@@ -53,3 +53,13 @@ def test_explaining_changes_no_tool_result(seeded: MemoryService) -> None:
     before = seeded.recall_where("payment timeout", where).to_dict()
     seeded.explain("payment timeout", [m["id"] for m in before["memories"]], where)
     assert seeded.recall_where("payment timeout", where).to_dict() == before
+
+
+def test_recall_fused_reports_its_parts_off_the_wire(seeded: MemoryService) -> None:
+    hits = seeded.recall("payment timeout", k=2).memories
+    seeded.relate(hits[0].id, seeded.remember("the cat sat on the mat by the door").id, "near")
+    fused = seeded.recall_fused("payment timeout", k=6)
+    totals = [fused.hybrid[m.id] + fused.graph[m.id] for m in fused.memories]
+    assert totals == sorted(totals, reverse=True)
+    assert any(part > 0 for part in fused.graph.values())
+    assert set(fused.to_dict()) == {"memories"}

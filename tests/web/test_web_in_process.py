@@ -313,3 +313,19 @@ async def test_a_state_filter_reads_on_until_the_page_is_full(dash: Dash) -> Non
         url = BASE + nxt.group(1).replace("&amp;", "&") if nxt else ""
     assert sorted(seen) == sorted(older)
     assert pages <= 3  # 33 facts read 2 at a time, but pages fill before they are shown
+
+
+async def test_following_the_graph_ranks_as_recall_fused_and_shows_the_graph_part(dash: Dash) -> None:
+    decision = remember(dash, "we chose the blue deploy pipeline for payments")
+    ticket = remember(dash, "ticket OPS-7 tracks the rollout checklist")
+    dash.runtime.memory.relate(decision, ticket, "tracked_by")
+    plain = (await dash.http.get(BASE + "/", params={"q": "blue deploy pipeline"})).text
+    assert f'href="/fact/{ticket}"' not in plain
+    walked = await dash.http.get(BASE + "/", params={"q": "blue deploy pipeline", "graph": "1"})
+    assert walked.status_code == 200
+    assert f'href="/fact/{ticket}"' in walked.text and "<th>fused</th>" in walked.text
+    fused = dash.runtime.memory.recall_fused("blue deploy pipeline")
+    assert fused.graph[ticket] > 0 and fused.graph[decision] == 0
+    assert [m.id for m in fused.memories][:2] == [decision, ticket]
+    dated = await dash.http.get(BASE + "/", params={"q": "x", "graph": "1", "since": "2026-01-01"})
+    assert dated.status_code == 400

@@ -73,6 +73,10 @@ class FusedResult:
     dated_context: str | None = None
     now: str | None = None
     warnings: list[str] = field(default_factory=list)
+    # Not on the wire (the dashboard's score breakdown): u64 id → its hybrid relevance
+    # normalised by the best one, and what the graph walk added to it.
+    hybrid: dict[int, float] = field(default_factory=dict)
+    graph: dict[int, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"memories": [m.to_dict() for m in self.memories]}

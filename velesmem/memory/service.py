@@ -367,20 +367,26 @@ class MemoryService:
         for r in ranked:
             fused[r.id] = r.relevance / top if top > 0 else 0.0
             cosine[r.id] = r.cosine
+        hybrid = dict(fused)
+        graph: dict[int, float] = {}
         seed = self._first_unarchived([r.id for r in ranked], now)
         if seed is not None:
             reach = walk(self.store, seed, hops, now)
             weights = self._reach_weights(reach, predicate, now)
             for node, weight in weights.items():
+                graph[node] = boost * weight
                 fused[node] = fused.get(node, 0.0) + boost * weight
         order = self._unarchived(sorted(fused, key=lambda i: (-fused[i], to_u64(i))), now,
                                  self._depth(k))
         memories = self._memories([Ranked(i, fused[i], cosine.get(i, 0.0)) for i in order], now,
                                   k=self._depth(k), predicate=predicate)[:k]
+        shown = {to_i64(m.id) for m in memories}
+        base = {to_u64(i): hybrid.get(i, 0.0) for i in shown}
+        walked = {to_u64(i): graph.get(i, 0.0) for i in shown}
         if field is None:
-            return FusedResult(memories, warnings=warnings)
+            return FusedResult(memories, warnings=warnings, hybrid=base, graph=walked)
         dated, latest = _dated_context(memories, field)
-        return FusedResult(memories, dated, latest, warnings)
+        return FusedResult(memories, dated, latest, warnings, hybrid=base, graph=walked)
 
     def _reach_weights(self, reach: Walk, predicate: All, now: float) -> dict[int, float]:
         """Walk-reached user facts (the seed excluded) matching the filter → the highest entity

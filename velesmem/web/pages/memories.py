@@ -1,7 +1,8 @@
 """The Memories page (``/``): browse every fact in id order, a page at a time (keyset paging
 through ``list_memories``'s cursor: 100k facts are never loaded at once), or search them with
 the hybrid recall the tools use (``recall_where``), each result's score broken down per signal
-(``MemoryService.explain``). Filters: one metadata key = value, the author, a date range on
+(``MemoryService.explain``); with *follow the graph*, the ranking of ``recall_fused`` (a walk from
+the top hit boosts what it reaches), whose graph part is shown too. Filters: one metadata key = value, the author, a date range on
 ``_veles_date``, and the state (current, superseded, archived)."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from starlette.responses import Response
 
 from velesmem import limits, validate
 from velesmem.errors import InvalidInput
+from velesmem.memory.results import FusedResult, RecallResult
 from velesmem.web.context import WebContext
 from velesmem.web.registry import Page, get
 
@@ -114,9 +116,21 @@ async def show(web: WebContext, request: Request) -> Response:
     rows: list[dict[str, Any]] = []
     next_cursor = None
     warnings: list[str] = []
+    graph = request.query_params.get("graph") == "1"
+    fused: dict[int, dict[str, float]] = {}
     if query:
         preds = filters.predicates()
-        found = await web.read(memory.recall_where, query, preds, k=size)
+        if graph:  # recall_fused: the hybrid ranking plus a graph walk from the top hit
+            if filters.dates():
+                raise InvalidInput("following the graph (recall_fused) takes exact filters only: "
+                                   "clear the date range, or the graph box")
+            walked = await web.read(memory.recall_fused, query, k=size,
+                                    filter=filters.exact() or None)
+            fused = {m.id: {"hybrid": walked.hybrid.get(m.id, 0.0),
+                            "graph": walked.graph.get(m.id, 0.0)} for m in walked.memories}
+            found: RecallResult | FusedResult = walked
+        else:
+            found = await web.read(memory.recall_where, query, preds, k=size)
         warnings = list(found.warnings)
         ids = [m.id for m in found.memories]
         signals = await web.read(memory.explain, query, ids, preds) if ids else {}
@@ -125,7 +139,8 @@ async def show(web: WebContext, request: Request) -> Response:
             sup = m.superseded_by is not None or m.id in superseded
             if _keep(filters.state, m.id in archived, sup):
                 rows.append({"id": m.id, "content": m.content, "metadata": m.metadata,
-                             "signals": signals.get(m.id), "score": m.score,
+                             "signals": signals.get(m.id), "fused": fused.get(m.id),
+                             "score": m.score,
                              "archived": m.id in archived, "superseded": sup,
                              "duplicates": m.duplicates})
     else:
@@ -134,7 +149,7 @@ async def show(web: WebContext, request: Request) -> Response:
     done = request.query_params.get("done", "")
     return web.render(request, "memories.html", title="Memories", query=query, filters=filters,
                       states=STATES, rows=rows, next_cursor=next_cursor, size=size,
-                      warnings=warnings, done=done if done in ("forgotten",) else "",
+                      warnings=warnings, done=done if done in ("forgotten",) else "", graph=graph,
                       params=_params(request))
 
 
@@ -155,7 +170,7 @@ async def _browse(web: WebContext, filters: Filters, cursor: str | None,
         for lm in listed.memories:
             if _keep(filters.state, lm.id in archived, lm.id in superseded):
                 rows.append({"id": lm.id, "content": lm.content, "metadata": lm.metadata,
-                             "signals": None, "score": None, "archived": lm.id in archived,
+                             "signals": None, "fused": None, "score": None, "archived": lm.id in archived,
                              "superseded": lm.id in superseded, "duplicates": ()})
         cursor = listed.next_cursor
         if len(rows) >= size or cursor is None:

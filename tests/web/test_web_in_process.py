@@ -329,3 +329,20 @@ async def test_following_the_graph_ranks_as_recall_fused_and_shows_the_graph_par
     assert [m.id for m in fused.memories][:2] == [decision, ticket]
     dated = await dash.http.get(BASE + "/", params={"q": "x", "graph": "1", "since": "2026-01-01"})
     assert dated.status_code == 400
+
+
+@pytest.mark.parametrize(("bind", "mode", "login"), [
+    ("127.0.0.1", "auto", False), ("0.0.0.0", "auto", True), ("127.0.0.1", "token", True),
+    ("0.0.0.0", "proxy", False)])
+def test_the_dashboard_asks_for_a_login_exactly_when_mcp_asks_for_a_token(
+        tmp_path: Path, bind: str, mode: str, login: bool) -> None:
+    from velesmem.daemon.app import web_access
+    from velesmem.daemon.auth import StoreTokenVerifier, auth_policy
+
+    config = Settings(path=tmp_path / "store", tls_dir=tmp_path / "tls", embedder="hash",
+                      autograph="off", http_auth=mode)
+    with Runtime.open(config, start=False) as runtime:
+        runtime.store.put_token("laptop", token_digest(TOKEN), time.time())
+        policy = auth_policy(config, DaemonAddress(bind, PORT, "https"), runtime.store)
+        assert policy.required == login
+        assert web_access(policy, StoreTokenVerifier(runtime.store)).required == login

@@ -43,3 +43,9 @@ def test_an_empty_series_says_nothing_was_recorded() -> None:
     svg = str(plot.bars([], "tokens saved <per day>"))
     assert "nothing recorded yet" in svg and "<per day>" not in svg
     ET.fromstring(svg)
+
+
+def test_a_single_day_is_a_bar_not_a_wall() -> None:
+    root = ET.fromstring(str(plot.bars([plot.Point(0, 10)], "x")))
+    bar = next(r for r in root.iter(f"{SVG}rect") if r.get("class") == "plot-bar")
+    assert float(bar.get("width", "0")) == plot.BAR_MAX_W

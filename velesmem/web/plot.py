@@ -17,6 +17,7 @@ WIDTH, HEIGHT = 760, 280
 LEFT, RIGHT, TOP, BOTTOM = 70, 16, 16, 40  # margins: the y axis' labels left, dates below
 Y_TICKS = 5
 X_LABELS = 6  # at most this many dates under the axis
+BAR_MAX_W = 48  # a bar is never wider than this (a single day is not a wall)
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ def bars(points: Sequence[Point], label: str, unit: str = "tokens") -> Markup:
                      'text-anchor="middle">nothing recorded yet</text></svg>')
         return Markup("".join(parts))
     slot = plot_w / len(points)
-    width = max(1.0, slot * 0.8)
+    width = min(max(1.0, slot * 0.8), BAR_MAX_W)
     for i, p in enumerate(points):
         h = plot_h * p.value / ceiling if ceiling else 0.0
         x = LEFT + i * slot + (slot - width) / 2

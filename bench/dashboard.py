@@ -17,7 +17,7 @@ TLS; once it is ready:
 Targets (issue 27): page load p95 <= 300 ms at 100k facts; remember rate with the dashboard
 refreshing within 10 % of without.
 
-Run: python3 bench/dashboard.py [--facts 100000] [--loads 40] [--rounds 3] [--writes 600]
+Run: python3 bench/dashboard.py [--facts 100000] [--loads 40] [--rounds 5] [--writes 600]
 """
 
 from __future__ import annotations
@@ -206,7 +206,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--facts", type=int, default=100_000)
     parser.add_argument("--loads", type=int, default=40, help="GETs per page")
-    parser.add_argument("--rounds", type=int, default=3, help="pairs of remember rounds")
+    parser.add_argument("--rounds", type=int, default=5, help="pairs of remember rounds")
     parser.add_argument("--writes", type=int, default=600, help="remembers per round")
     parser.add_argument("--writers", type=int, default=4)
     parser.add_argument("--refresh-s", type=float, default=1.0, help="the viewer's reload interval")
@@ -249,9 +249,10 @@ def main() -> None:
     print_table(["without (per s)", "beside (per s)", "median without", "median beside", "ratio"],
                 [[" / ".join(map(str, rate["without_per_s"])), " / ".join(map(str, rate["beside_per_s"])),
                   rate["median_without"], rate["median_beside"], rate["ratio"]]])
-    loss = 1 - rate["ratio"]
-    print(f"\nremember rate within {TARGET_RATE_LOSS:.0%} with the dashboard refreshing: "
-          f"{'met' if loss <= TARGET_RATE_LOSS else 'missed'} ({loss:+.1%} lost)")
+    met = rate["ratio"] >= 1 - TARGET_RATE_LOSS
+    print(f"\nremember rate with the dashboard refreshing within {TARGET_RATE_LOSS:.0%} of "
+          f"without (ratio of medians >= {1 - TARGET_RATE_LOSS:g}): {'met' if met else 'missed'} "
+          f"({rate['ratio']}x)")
     path = write_results("dashboard", {"facts": args.facts, "built_s": built_s, "pages": rows,
                                        "worst_p95_ms": worst, "remember": rate,
                                        "writers": args.writers, "writes": args.writes,

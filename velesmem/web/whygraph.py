@@ -93,9 +93,9 @@ def _rows_y(columns: dict[int, list[WhyNode]], kids: dict[int, list[int]]) -> di
     """Each node's top y: packed in its column's order, then, from the last column back, each
     fact centred on the facts it reached (kept in order, never closer than a row apart), so a
     walk reads like a tree."""
-    step = NODE_H + ROW_GAP
-    top = PAD + HEADER
-    ys = {n.id: top + row * step for members in columns.values() for row, n in enumerate(members)}
+    step = float(NODE_H + ROW_GAP)
+    top = float(PAD + HEADER)
+    ys: dict[int, float] = {n.id: top + row * step for members in columns.values() for row, n in enumerate(members)}
     for col in sorted(columns, reverse=True):
         prev: float | None = None
         for n in columns[col]:

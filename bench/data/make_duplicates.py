@@ -5,7 +5,8 @@ paraphrase (label 1: two wordings, same values), near-miss (label 0: one value, 
 the negation changed), containment (label 0: a short fact beside a longer one that contains it and
 says more), same-topic (label 0: two different facts about the same system). Beside the
 templates, hand-written pairs as agents store them (REAL: terse notes, titles, log-like lines,
-topics prefixed ``real-``) add paraphrases and non-duplicates not shaped by any template.
+facts written from one pattern about different subjects; topics prefixed ``real-``) add
+paraphrases and non-duplicates not shaped by any template.
 Run: python bench/data/make_duplicates.py
 """
 
@@ -296,6 +297,24 @@ REAL: list[tuple[str, str, int, str]] = [
     ("The team offsite is in Lisbon.", "Our offsite will be held in Lisbon.", 1, "real-schedule"),
     ("The team offsite is in Lisbon.", "The team offsite is in Porto.", 0, "real-schedule"),
     ("sprint review", "sprint review moved to Thursday afternoons for the new time zone", 0, "real-schedule"),
+    # one pattern, another subject: agents write many facts alike ("the X times out after 30 s")
+    ("In staging the billing api times out after 30 seconds.", "In staging the search api times out after 30 seconds.", 0, "real-arch"),
+    ("The ledger worker runs 4 replicas in production.", "The ledger cache runs 4 replicas in production.", 0, "real-arch"),
+    ("Logs of the auth gateway are kept for 30 days.", "Logs of the media gateway are kept for 30 days.", 0, "real-incident"),
+    ("The payments queue stores its data in Redis.", "The session queue stores its data in Redis.", 0, "real-arch"),
+    ("Kenji Sato owns the billing service.", "Kenji Sato owns the billing dashboard.", 0, "real-people"),
+    ("Chen reviews all frontend PRs on Mondays.", "Chen reviews all backend PRs on Mondays.", 0, "real-people"),
+    ("The mobile app caches images for 7 days.", "The web app caches images for 7 days.", 0, "real-product"),
+    ("The export job runs at 02:00 UTC.", "The import job runs at 02:00 UTC.", 0, "real-release"),
+    ("Canary deploys of the api go to 5% of the pool.", "Canary deploys of the worker go to 5% of the pool.", 0, "real-release"),
+    ("Type hints are required in the client library.", "Type hints are required in the server library.", 0, "real-code"),
+    ("The retro for team A is on Friday.", "The retro for team B is on Friday.", 0, "real-schedule"),
+    ("Disk alerts on the database hosts fire at 85% usage.", "Disk alerts on the cache hosts fire at 85% usage.", 0, "real-incident"),
+    # and the same fact in the same pattern, reworded in place
+    ("In staging the billing api times out after 30 seconds.", "The billing api times out after 30 seconds in staging.", 1, "real-arch"),
+    ("The ledger worker runs 4 replicas in production.", "In production, the ledger worker runs 4 replicas.", 1, "real-arch"),
+    ("Logs of the auth gateway are kept for 30 days.", "The auth gateway keeps its logs for 30 days.", 1, "real-incident"),
+    ("The export job runs at 02:00 UTC.", "At 02:00 UTC the export job runs.", 1, "real-release"),
 ]
 
 

@@ -151,3 +151,26 @@ def test_thresholds_follow_the_embedder_family() -> None:
     assert dup.thresholds("local:all-MiniLM-L6-v2-qint8") == dup.TUNED["local"]
     assert dup.thresholds("velesmem-hash-words-v1") == dup.TUNED["hash"]
     assert dup.thresholds("ollama:nomic-embed-text").cosine == dup.COSINE_THRESHOLD
+
+
+def test_one_pattern_about_another_system_is_not_a_duplicate() -> None:
+    """Facts written from one pattern about different systems share every value but the
+    system's name, a common word: "billing" api and "search" api are different things."""
+    assert not dup.is_duplicate(
+        dup.signature("In staging the billing api times out after 30 seconds."),
+        dup.signature("In staging the search api times out after 30 seconds."), 0.99)
+    assert not dup.is_duplicate(
+        dup.signature("In production, the memory limit of a payments store pod is 512 MB."),
+        dup.signature("The inventory cache pods in production have a 512 MB memory limit."),
+        0.99)
+    assert not dup.is_duplicate(dup.signature("Each billing store pod gets 1024 MB."),
+                                dup.signature("Each billing api pod gets 1024 MB."), 0.99)
+    # the same system reworded still is (with close vectors)
+    assert dup.is_duplicate(
+        dup.signature("Logs of the auth gateway are kept for 30 days."),
+        dup.signature("The auth gateway keeps its logs for 30 days."), 0.9)
+
+
+def test_words_swapped_in_place_make_another_fact() -> None:
+    assert not dup.is_duplicate(dup.signature("Use httpx, not requests, for new HTTP code."),
+                                dup.signature("Use requests, not httpx, for new HTTP code."), 0.99)

@@ -50,6 +50,15 @@ CAPITALISED_ONLY = frozenset({"vault", "consul", "nomad", "spark", "airflow", "c
                               "mongo", "pandas", "prometheus", "cassandra", "docker"})
 _SPELLING = {s: canonical for canonical, spellings in TECHNOLOGIES.items() for s in spellings}
 
+# head nouns of the systems a team names with common words: "the billing service", "the rate
+# limiter", "the ingest worker" (the word before the head says which one)
+SYSTEM_NOUNS = frozenset("""
+service services api apis worker workers cache caches queue queues scheduler gateway indexer
+proxy store stream streams limiter database db cluster pipeline job jobs bucket bot app server
+servers index endpoint dashboard library repo repository daemon cron crawler consumer producer
+broker backend frontend monolith microservice lambda function
+""".split())
+
 # Capitalised words that are not (part of) a name: calendar words, and those that open a note.
 NOT_NAME_WORDS = STOPWORDS | frozenset("""
 january february march april may june july august september october november december

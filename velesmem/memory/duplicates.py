@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from velesmem import limits
+from velesmem.extract.names import NOT_NAME_WORDS, SYSTEM_NOUNS
 from velesmem.store import FactStore, SearchStore, StoredFact
 
 RELATION = "duplicate_of"
@@ -37,7 +38,7 @@ class Thresholds:
 LEXICAL_THRESHOLD = 0.5  # lexical only (no vector at write time)
 COSINE_THRESHOLD = 0.9  # an embedder not calibrated here (ollama, openai): strict
 TUNED = {"hash": Thresholds(lexical=0.5, cosine=0.72),
-         "local": Thresholds(lexical=0.75, cosine=0.78)}
+         "local": Thresholds(lexical=1.0, cosine=0.76)}
 MIN_SHARED_WORDS = 3
 # the longer fact must not say much more than the shorter: shared words / the longer's words.
 # A short fact contained in a longer one ("deploy canary pool" / "deploy canary pool minimum
@@ -94,6 +95,8 @@ class Signature:
     words: frozenset[str]
     tokens: frozenset[str]  # every lower-cased token, to find the other side's values in
     contrasts: frozenset[str]  # words that change the fact when swapped for another of them
+    sequence: tuple[str, ...] = ()  # the lower-cased tokens in order
+    systems: frozenset[tuple[str, str]] = frozenset()  # (modifier, head): "billing", "api"
 
 
 def _stem(word: str) -> str:
@@ -101,6 +104,13 @@ def _stem(word: str) -> str:
         if len(word) > len(suffix) + 3 and word.endswith(suffix):
             return word[: -len(suffix)]
     return word
+
+
+def _modifier(word: str) -> bool:
+    """Whether ``word`` before a system noun names which system ("billing" api, "rate"
+    limiter), not how it is described ("each", "new", "public")."""
+    return (word not in _STOP and word not in NOT_NAME_WORDS and word not in _CONTRASTS
+            and word not in SYSTEM_NOUNS and not any(c.isdigit() for c in word))
 
 
 def _is_name(token: str, first: bool) -> bool:
@@ -120,9 +130,12 @@ def signature(text: str) -> Signature:
     tokens: set[str] = set()
     contrasts: set[str] = set()
     negated = False
+    sequence: list[str] = []
+    systems: set[tuple[str, str]] = set()
     for n, token in enumerate(_WORD.findall(text.replace("n't", " not"))):
         low = token.lower()
         tokens.add(low)
+        sequence.append(low)
         if low in _NEGATIONS:
             negated = not negated
             continue
@@ -134,10 +147,15 @@ def signature(text: str) -> Signature:
             tokens.add(value)
         elif _is_name(token, n == 0) and low not in _STOP:
             values.add(low)
+        if low in SYSTEM_NOUNS and len(sequence) > 1 and _modifier(sequence[-2]):
+            # "the billing api": which system is a value (the modifier), and the same modifier
+            # on another head noun ("billing store") is another system
+            values.add(sequence[-2])
+            systems.add((sequence[-2], low[:-1] if low.endswith("s") else low))
         if low not in _STOP:
             words.add(_stem(low))
     return Signature(frozenset(values), negated, frozenset(words), frozenset(tokens),
-                     frozenset(contrasts))
+                     frozenset(contrasts), tuple(sequence), frozenset(systems))
 
 
 def lexical_similarity(a: Signature, b: Signature) -> float:
@@ -166,6 +184,17 @@ def _swapped(only_a: frozenset[str], only_b: frozenset[str], most: int) -> bool:
     return not any(_variants(x, y) for x in only_a for y in only_b)
 
 
+def substituted(a: Signature, b: Signature) -> bool:
+    """Whether the two texts are one sentence with one or two words put in place of unrelated
+    ones ("the billing api times out after 30 s" / "the search api times out after 30 s"):
+    facts written from one pattern about different things, however close their vectors."""
+    if len(a.sequence) != len(b.sequence):
+        return False
+    pairs = [(x, y) for x, y in zip(a.sequence, b.sequence, strict=True) if x != y]
+    return (0 < len(pairs) <= SWAP_WORDS
+            and not any(_variants(_stem(x), _stem(y)) for x, y in pairs))
+
+
 def contains_more(a: Signature, b: Signature, extra: int = CONTAINMENT_EXTRA) -> bool:
     """Whether the longer wording holds the shorter (all its words) and adds
     ``extra`` words or more of its own: a fact that says more, not the same thing."""
@@ -184,8 +213,11 @@ def same_values(a: Signature, b: Signature) -> bool:
     one by its capital, so it is looked for, not compared), and neither swaps a contrast
     word for another ("permanent" → "temporary")."""
     swapped = bool(a.contrasts - b.tokens) and bool(b.contrasts - a.tokens)
+    heads_b = dict(b.systems)
+    other_system = any(m in heads_b and heads_b[m] != h and (m, heads_b[m]) not in a.systems
+                       for m, h in a.systems)
     return (a.negated == b.negated and a.values <= b.tokens and b.values <= a.tokens
-            and not swapped)
+            and not swapped and not other_system)
 
 
 def coverage(a: Signature, b: Signature) -> float:
@@ -200,7 +232,8 @@ def is_duplicate(a: Signature, b: Signature, cosine: float | None = None, *,
                  cover: float = COVERAGE_THRESHOLD) -> bool:
     """Same values, neither saying much more than the other, and close wording or (when both
     have vectors) a close vector."""
-    if not same_values(a, b) or coverage(a, b) < cover or contains_more(a, b):
+    if (not same_values(a, b) or coverage(a, b) < cover or contains_more(a, b)
+            or substituted(a, b)):
         return False
     if lexical_similarity(a, b) >= lexical:
         return True

@@ -33,6 +33,47 @@ class SlowToWarm(HashEmbedder):
         self.release.wait(30)
 
 
+class SlowModel(SlowToWarm):
+    """A model loaded in process, slowly, noting when its load starts."""
+
+    inline = False
+    loads_in_process = True
+
+    def __init__(self, order: list[str]) -> None:
+        super().__init__()
+        self.order = order
+        self.release.set()
+
+    def warm(self) -> None:
+        self.order.append("warm")
+        super().warm()
+
+
+def test_a_serving_runtime_loads_a_slow_model_once_its_first_call_has_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runtime_module, "WARM_GRACE_S", 60.0)  # only the call can start it
+    order: list[str] = []
+    embedder = SlowModel(order)
+    with Runtime.open(Settings(path=tmp_path, autograph="off"), embedder=embedder, start=False) as rt:
+        rt.start(defer_warm=True)
+        assert rt.health()["warming"]["phase"].startswith("waiting for the first call")
+        fact = asyncio.run(rt.run(lambda: order.append("call") or rt.memory.remember("a first fact").id))
+        assert embedder.started.wait(10)
+        wait_for(lambda: rt.state is State.READY, what="the runtime to be ready")
+        assert order == ["call", "warm"]
+        assert rt.memory.recall("first fact", k=1).memories[0].id == fact
+
+
+def test_a_deferred_model_loads_without_any_call_after_the_grace(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runtime_module, "WARM_GRACE_S", 0.05)
+    embedder = SlowModel([])
+    with Runtime.open(Settings(path=tmp_path, autograph="off"), embedder=embedder, start=False) as rt:
+        rt.start(defer_warm=True)
+        assert embedder.started.wait(10)
+        wait_for(lambda: rt.state is State.READY, what="the runtime to be ready")
+
+
 def test_states_from_starting_to_closed(tmp_path: Path) -> None:
     embedder = SlowToWarm()
     rt = Runtime.open(Settings(path=tmp_path), embedder=embedder, start=False)

@@ -51,6 +51,11 @@ WARMING_WAIT_S = 10.0  # after this long, a call that needs the embedder is told
 WARM_JOIN_S = 2.0  # longest close() waits for the warmer (a model load is not interruptible)
 WARM_RETRY_S = (1.0, 2.0, 5.0, 10.0, 30.0)  # back-off while an embedder is unreachable
 WARM_THREAD = "velesmem-warm"
+# A serving process (``start(defer_warm=True)``) starts loading an embedder that loads slowly (the
+# local model: importing onnxruntime and the tokenizer holds the GIL for ~0.3 s) once its first
+# tool call is answered, or after this long without one: the first call (answered from text
+# search while warming, as always) does not compete with the load for the CPU.
+WARM_GRACE_S = 1.0
 SWEEP_MAX_SLEEP_S = 60.0  # the sweeper looks at the clock at least this often
 SEARCH_THREADS = 16  # run hybrid recall's vector side beside its text side
 FOLLOW_PAUSE_S = 1.0  # following another daemon's migration holds new calls at most this long
@@ -190,6 +195,8 @@ class Runtime:
         self._ready = threading.Event()
         self._embedder_ready = threading.Event()  # loaded, and the serving space settled
         self._backlog_wake = threading.Event()  # a fact was stored without a vector
+        self._served = threading.Event()  # a first tool call ran (see WARM_GRACE_S)
+        self._defer_warm = False
         self._stop = threading.Event()
         self._sweep_wake = threading.Condition()
         self._threads: list[threading.Thread] = []
@@ -272,8 +279,10 @@ class Runtime:
             store.close()
             raise
 
-    def start(self) -> None:
-        """Start the store's writer, the warmer and the sweeper (idempotent)."""
+    def start(self, *, defer_warm: bool = False) -> None:
+        """Start the store's writer, the warmer and the sweeper (idempotent). ``defer_warm`` (a
+        serving process): an embedder that loads slowly starts loading once the first tool call
+        has run, or after WARM_GRACE_S without one (see WARM_GRACE_S)."""
         if self.read_only:
             raise Internal("a read-only view of the store starts no worker: open the store "
                            "with velesmem.open() to serve it")
@@ -281,6 +290,9 @@ class Runtime:
             return
         self.store.start(self.spawner)
         self.recent_errors.attach()
+        # only a model loaded in this process competes with the first call (a remote one's probe
+        # costs nothing here)
+        self._defer_warm = defer_warm and bool(getattr(self.embedder, "loads_in_process", False))
         self.state = State.WARMING
         self._spawn(WARM_THREAD, self._warm)
         self._spawn("velesmem-sweep", self._sweep_loop)
@@ -299,6 +311,9 @@ class Runtime:
 
     def _warm(self) -> None:
         attempt = 0
+        if self._defer_warm:
+            self.progress.phase = "waiting for the first call before loading the embedding model"
+            self._served.wait(WARM_GRACE_S)  # close() sets it too
         while not self._stop.is_set():
             try:
                 warm = getattr(self.embedder, "warm", None)
@@ -446,6 +461,7 @@ class Runtime:
             self._closed = True
         self.state = State.DRAINING
         self._stop.set()
+        self._served.set()
         self.autograph.stop()
         self.extraction.wake.set()
         self.migration.wake.set()
@@ -524,6 +540,8 @@ class Runtime:
         with self._inflight_cv:
             self._inflight -= 1
             self._inflight_cv.notify_all()
+        if not self._served.is_set():
+            self._served.set()  # a deferred warm-up may begin
 
     @contextmanager
     def pause_requests(self, wait_s: float) -> Iterator[float]:

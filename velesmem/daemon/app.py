@@ -166,7 +166,9 @@ def build_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        runtime.start()  # warms in the background: the handshake and /health never wait for it
+        # warms in the background: the handshake and /health never wait for it, and a slow model
+        # starts loading once the first call has run (Runtime.start)
+        runtime.start(defer_warm=True)
         async with mcp_app.router.lifespan_context(app):
             manager = endpoint.session_manager
             if manager is None:

@@ -85,7 +85,7 @@ def _serve_stdio(settings: Settings, parent: int) -> int:
         server = build_server(AppContext(runtime))
         gc.freeze()  # what start-up built stays; the collector walks only what serving adds
         gc.enable()
-        runtime.start()
+        runtime.start(defer_warm=True)  # a slow model loads once the first call has run
         serve_mcp_stdio(server)
     finally:
         runtime.close()

@@ -131,6 +131,7 @@ class LocalEmbedder(Warmable):
     dimension = LOCAL_DIMENSION
     semantic = True
     inline = False
+    loads_in_process = True  # warm() spends CPU in this process (Runtime.start's defer_warm)
 
     def __init__(self, *, model: str = LOCAL_MODEL, threads: int | None = None,
                  batch_size: int = limits.LOCAL_EMBED_BATCH,

@@ -11,8 +11,14 @@ TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
 
 
+# Not scanned: npm packages, and the scripts that made the import fixtures (run by hand, never
+# imported by a test; their ``main`` would otherwise mark every test calling a CLI ``main``).
+FIXTURE_SCRIPTS = TESTS / "fixtures"
+
+
 def _modules() -> tuple[list[Path], list[Path]]:
-    files = sorted(p for p in TESTS.rglob("*.py") if "node_modules" not in p.parts)
+    files = sorted(p for p in TESTS.rglob("*.py")
+                   if "node_modules" not in p.parts and not p.is_relative_to(FIXTURE_SCRIPTS))
     tests = [p for p in files if p.name.startswith("test_")]
     return tests, [p for p in files if not p.name.startswith("test_")]
 

@@ -178,6 +178,7 @@ async def test_the_status_page_lists_an_open_mcp_session(dash: Dash) -> None:
     session = opened.headers["mcp-session-id"]
     r = await dash.get("/status")
     assert session[:12] in r.text and "status-test-agent/1.0" in r.text
+    assert "<td>status-test 1</td>" in r.text  # its initialize's clientInfo
 
 
 def seed_duplicates(d: Dash) -> tuple[int, int, int]:

@@ -89,7 +89,8 @@ class McpHandle:
             record = self.activity.sessions.get(session_id)
             client = scope.get("client")
             out.append(ClientSession(
-                session_id[:SESSION_ID_SHOWN], f"{client[0]}:{client[1]}" if client else "",
+                session_id[:SESSION_ID_SHOWN], self.sessions.client_of(session_id),
+                f"{client[0]}:{client[1]}" if client else "",
                 Headers(scope=scope).get("user-agent", ""),
                 record.requests if record else 0, record.streams if record else 0,
                 max(now - record.last_active, 0.0) if record else None))

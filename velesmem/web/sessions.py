@@ -2,7 +2,8 @@
 
 The daemon hands the dashboard a ``ClientSessions`` callable (``velesmem.daemon.app``); without a
 daemon (the app built alone, in tests) the list is empty. Only what the ledger holds is shown: a
-session's id (shortened), the client's address and User-Agent, its request count and idle time.
+session's id (shortened), the client its initialize named (``clientInfo``), the client's address
+and User-Agent, its request count, GET streams and idle time.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ class ClientSession:
     """One live MCP session."""
 
     id: str  # the first characters of the Mcp-Session-Id (enough to tell them apart)
+    client: str  # the clientInfo its initialize sent: name and version
     address: str  # host:port of the client's connection
     user_agent: str
     requests: int  # made after the one that opened it

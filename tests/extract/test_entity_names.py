@@ -11,7 +11,7 @@ import pytest
 from velesmem.config import Settings
 from velesmem.extract.autograph import find_entities
 from velesmem.extract.identifiers import identifier_hub_name
-from velesmem.extract.names import NAME, TECHNOLOGY, find_names
+from velesmem.extract.names import NAME, SYSTEM, TECHNOLOGY, find_names
 from velesmem.runtime import Runtime
 
 
@@ -19,9 +19,9 @@ def names(text: str) -> list[tuple[str, str]]:
     return [(n.kind, n.canonical) for n in find_names(text)]
 
 
-def test_a_person_and_a_technology_are_found_in_a_project_note() -> None:
+def test_a_person_a_system_and_a_technology_are_found_in_a_project_note() -> None:
     text = "Kenji Sato owns the rate limiter; ask Kenji Sato before changing Vault policies."
-    assert names(text) == [(NAME, "kenji sato"), (TECHNOLOGY, "vault")]
+    assert names(text) == [(NAME, "kenji sato"), (SYSTEM, "rate limiter"), (TECHNOLOGY, "vault")]
 
 
 @pytest.mark.parametrize("text", [
@@ -100,3 +100,49 @@ def test_the_finder_never_raises_and_is_deterministic_on_arbitrary_text() -> Non
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 120)))
         assert find_names(text) == find_names(text)
     assert find_names("Aa " * 20000) == []  # one long capitalised run: a heading, no hub
+
+
+def test_systems_named_by_common_nouns_become_entities() -> None:
+    assert (SYSTEM, "rate limiter") in names("Kenji Sato owns the rate limiter.")
+    assert (SYSTEM, "rate limiter") in names("The rate limiter service is owned by Kenji.")
+    assert (SYSTEM, "billing service") in names("the billing service stores invoices")
+    assert (SYSTEM, "api gateway") in names("Secrets for the API gateway rotate weekly")
+
+
+@pytest.mark.parametrize("text", [
+    "The new service crashed twice.", "The failed job was retried.", "the same api serves both",
+    "Restart payment worker now", "the nightly job runs at 2"])
+def test_a_described_system_is_not_a_name(text: str) -> None:
+    assert [n for n in names(text) if n[0] == SYSTEM] == []
+
+
+def test_why_links_facts_that_share_only_a_system_named_by_common_nouns(tmp_path: Path) -> None:
+    with Runtime.open(Settings(path=tmp_path)) as rt:
+        rt.wait_ready_sync(30)
+        m = rt.memory
+        quota = m.remember("Since December the rate limiter allows 900 requests a minute")
+        counters = m.remember("The rate limiter keeps its counters in a sharded store")
+        m.remember("lunch menu: pasta on friday")
+        assert rt.autograph.wait_idle(10)
+        why = m.why("how many requests does the rate limiter allow", max_hops=1)
+        relations = {(e.from_, e.to): e.relation for e in why.edges}
+        assert relations[(quota.id, counters.id)] == "via rate limiter"
+        assert m.entity("rate limiter").found
+
+
+def test_a_name_in_most_facts_stops_gaining_links(tmp_path: Path) -> None:
+    """Past the idf floor a name in nearly every fact gets no more edges: it cannot connect
+    everything to everything (a rare name still links its facts)."""
+    with Runtime.open(Settings(path=tmp_path)) as rt:
+        rt.wait_ready_sync(30)
+        m = rt.memory
+        for i in range(150):
+            m.remember(f"deploy note {i}: the release went through Vault and ticket OPS-{i}")
+        m.remember("Kenji Sato rotated the Vault root token")
+        last = m.remember("Kenji Sato is on call this week")
+        assert rt.autograph.wait_idle(30)
+        vault = m.entity("Vault")
+        assert vault.found
+        hub = vault.id - (1 << 64) if vault.id >= 1 << 63 else vault.id
+        assert len(rt.store.targets(hub)) < 150  # cut once its idf fell below the floor
+        assert m.entity("Kenji Sato").found and last.id

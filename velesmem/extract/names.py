@@ -9,6 +9,11 @@ two facts that mention the same person or system meet through one hub, as identi
 - ``technology``: a name from a small committed vocabulary (``Vault``, ``Kafka``, ``PostgreSQL``,
   ``Redis`` …), with aliases (``Postgres`` → ``postgresql``). Names that are also common words
   (``Vault``, ``Spark``, ``Consul``) are taken only when capitalised.
+- ``system``: a service or system a team names with common nouns, after ``the`` (``the rate
+  limiter``, ``the billing service``, ``the API gateway``): one or two modifier words, then a
+  system noun (``SYSTEM_NOUNS``). A modifier that only describes (``the new service``, ``the
+  failed job``, ``the same api``) makes no name; ``the rate limiter service`` is ``rate
+  limiter``. Precision on ``bench/data/entities.jsonl``: ``bench/entities.py``.
 
 CamelCase and ``snake_case`` names are ``identifiers``' symbols. Matching is conservative: a
 wrong hub connects unrelated facts, a missing one only loses a shortcut.
@@ -22,7 +27,7 @@ from velesmem import limits
 from velesmem.embed.stopwords import STOPWORDS
 from velesmem.extract.identifiers import Identifier
 
-NAME, TECHNOLOGY = "name", "technology"
+NAME, TECHNOLOGY, SYSTEM = "name", "technology", "system"
 MIN_NAME_WORDS, MAX_NAME_WORDS = 2, 4
 
 # canonical → its spellings (lowercase); a spelling is matched as a whole word.
@@ -68,6 +73,18 @@ please thanks per use used using update updated fix fixed add added remove remov
 however meanwhile yes no ok okay every each last next new old decision decided agreed todo done
 """.split())
 
+# modifiers that describe a system rather than say which one ("the new service")
+DESCRIBING = frozenset("""
+new old main same other whole first last next previous current default public private internal
+external shared single primary secondary legacy entire real actual whole big small large slow
+fast local remote upstream downstream underlying corresponding relevant existing affected
+broken flaky faulty own only every each any some this that these those our your their its his
+her such various several many few more most less least
+""".split())
+_SYSTEM_RE = re.compile(
+    r"\b[Tt]he ((?:(?:[a-z][a-z0-9]*(?:-[a-z0-9]+)*|[A-Z]{2,6}) ){1,2})("
+    + "|".join(sorted(SYSTEM_NOUNS, key=len, reverse=True)) + r")\b")
+
 _TECH_RE = re.compile(
     r"(?<![\w./@#-])(" + "|".join(sorted(map(re.escape, _SPELLING), key=len, reverse=True))
     + r")(?![\w-]|\.\w)", re.IGNORECASE)
@@ -84,6 +101,29 @@ def _technologies(text: str) -> list[tuple[int, Identifier]]:
             continue
         found.append((match.start(), Identifier(TECHNOLOGY, _SPELLING[low], surface)))
     return found
+
+
+def _systems(text: str) -> list[tuple[int, Identifier]]:
+    """``the <modifier> <system noun>`` names (see the module docstring)."""
+    found = []
+    for match in _SYSTEM_RE.finditer(text):
+        words = [*match.group(1).split(), match.group(2)]
+        if words[-2].lower() in SYSTEM_NOUNS and len(words) == 3:
+            words = words[:2]  # "the rate limiter service": the rate limiter
+        mods = words[:-1]
+        if any(m.lower() in DESCRIBING or m.lower() in NOT_NAME_WORDS or _describes(m)
+               for m in mods):
+            continue
+        name = " ".join(w.lower() for w in words)
+        surface = text[match.start(1):match.start(1) + len(" ".join(words))]
+        found.append((match.start(1), Identifier(SYSTEM, name, surface)))
+    return found
+
+
+def _describes(word: str) -> bool:
+    """A past participle or an adverb ("failed", "newly"): describes, does not name."""
+    low = word.lower()
+    return len(low) > 4 and low.endswith(("ed", "ly"))
 
 
 def _opens_sentence(text: str, start: int) -> bool:
@@ -124,7 +164,8 @@ def find_names(text: str) -> list[Identifier]:
 
     Pure and deterministic; never raises on any string. A name over MAX_IDENTIFIER_BYTES is
     left out (it could not name a hub)."""
-    hits = sorted(_technologies(text) + _proper_names(text), key=lambda h: h[0])
+    hits = sorted(_technologies(text) + _proper_names(text) + _systems(text),
+                  key=lambda h: h[0])
     out: dict[str, Identifier] = {}
     for _, ident in hits:
         if ident.canonical in out:

@@ -239,6 +239,26 @@ def _leaves(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
     return [(prefix, value)]
 
 
+def render_import_sources(data: dict[str, Any]) -> list[str]:
+    """bench/import_sources.py: ``import --from`` on n generated items per source."""
+    target = data["target_items_per_s"]
+    lines = [f"`velesdb-memory import --from SOURCE` on {data['n']:,} items generated in each "
+             f"source's format, `{data['embedder']}` embedder, a fresh store each: facts written "
+             "per second of the command's whole wall time (start and model load included), then "
+             f"the same command again (it must write nothing). Target: ≥ {target:g} items/s.", ""]
+    rows = [[name, f"{f['facts']:,}", f"{f['entities']:,}", f"{f['links']:,}",
+             f"{f['seconds']:.1f} s", f"{f['items_per_s']:,.0f}", "met" if f["met"] else "missed",
+             f"{f['rerun_seconds']:.1f} s"] for name, f in data["sources"].items()]
+    lines += _table(["source", "facts", "entities", "links", "import", "items/s", "target",
+                     "re-run (0 written)"], rows)
+    lines.append("")
+    for name, reason in data.get("skipped", {}).items():
+        lines.append(f"- {name} not measured: {reason}.")
+    lines += ["", f"Measured with `{data['command']}` on {data['machine']} (load {data['load']}).",
+              ""]
+    return lines
+
+
 def render_generic(data: dict[str, Any]) -> list[str]:
     """Any results file without a renderer of its own: its lists of records as tables, its other
     figures as one table of dotted keys, then the command and machine it names."""
@@ -270,6 +290,7 @@ RENDERERS: dict[str, tuple[str, Callable[[dict[str, Any]], list[str]]]] = {
     "cold_start": ("## Cold start", render_cold_start),
     "dashboard": ("## The dashboard at 100k facts", render_dashboard),
     "ranking_cv": ("## Recall ranking, cross-validated on three public sets", render_ranking_cv),
+    "import_sources": ("## Importing from other memory servers", render_import_sources),
 }
 
 

@@ -162,6 +162,9 @@ LOCAL_EMBED_BATCH = 16
 LOCAL_EMBED_PADDING_SLACK = 1.2  # a call's padded tokens may exceed its real tokens by 20 %
 LOCAL_EMBED_MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length; longer texts are truncated
 LOCAL_EMBED_MAX_THREADS = 4  # onnxruntime intra-op threads: min(cores, this)
+# An import embeds each batch in this many parts at once on the Runtime's worker pool (the local
+# model embeds one caller's texts on one thread; its own run slots bound the parts further).
+IMPORT_EMBED_PARTS = 4
 REMOTE_EMBED_BATCH = 64  # texts per HTTP embeddings request
 BACKLOG_EMBED_BATCH = 64  # facts stored while the model loaded, embedded per step afterwards
 REMOTE_EMBED_TIMEOUT_SECONDS = 30.0  # read/write timeout of one request

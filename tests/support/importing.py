@@ -16,7 +16,8 @@ def import_into(runtime: Runtime, source: str, path: Path) -> tuple[Plan, Import
     """Plan ``path`` as ``source`` and write it into ``runtime``'s store, as the CLI does."""
     memory = runtime.memory
     checked = plan_path(source, path, memory.now())
-    return checked, write_plan(runtime.store, memory.embedder, checked, memory.now())
+    return checked, write_plan(runtime.store, memory.embedder, checked, memory.now(),
+                               pool=runtime.executor)
 
 
 def stored_facts(runtime: Runtime) -> list[dict[str, Any]]:

@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         memory = runtime.memory
         try:
             report = restore(runtime.store, memory.embedder, checked, memory.now(),
-                             Progress(sys.stderr))
+                             Progress(sys.stderr), runtime.executor)
         except VelesmemError as exc:
             if "nothing was imported" in exc.message:
                 raise

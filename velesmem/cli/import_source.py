@@ -45,7 +45,8 @@ def run_source(source: str, path: Path, settings: Settings,
         runtime.wait_ready_sync()
         memory = runtime.memory
         try:
-            report = write_plan(runtime.store, memory.embedder, checked, memory.now(), progress)
+            report = write_plan(runtime.store, memory.embedder, checked, memory.now(), progress,
+                                runtime.executor)
         except VelesmemError as exc:
             if "nothing was imported" in exc.message:
                 raise

@@ -10,6 +10,7 @@ facts, hubs and edges written in ONE transaction.
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Executor
 from dataclasses import dataclass
 
 from velesmem.embed.base import Embedder
@@ -33,9 +34,10 @@ class ImportReport:
 
 
 def write_plan(store: RestoreStore, embedder: Embedder, plan: Plan, now: float,
-               step: Callable[[str, int, int], None] = lambda phase, done, total: None
-               ) -> ImportReport:
-    """Write what ``plan`` holds and the store does not, in one transaction."""
+               step: Callable[[str, int, int], None] = lambda phase, done, total: None,
+               pool: Executor | None = None) -> ImportReport:
+    """Write what ``plan`` holds and the store does not, in one transaction (embedding in
+    parts at once on ``pool``, the Runtime's workers, when given)."""
     stored: set[int] = set()
     for start in range(0, len(plan.facts), LOOKUP_BATCH):
         step("looked up", start, len(plan.facts))
@@ -45,7 +47,7 @@ def write_plan(store: RestoreStore, embedder: Embedder, plan: Plan, now: float,
     ids = {f.id for f in todo}
     checked = CheckedFile(facts=todo, edges=list(plan.edges),
                           outside={end for e in plan.edges for end in (e.src, e.dst)} - ids)
-    report = restore(store, embedder, checked, now, step)
+    report = restore(store, embedder, checked, now, step, pool)
     written = todo if report.facts else []
     users = sum(1 for f in written if f.kind is None)
     return ImportReport(users, len(written) - users, report.edges,

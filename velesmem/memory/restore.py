@@ -11,10 +11,14 @@ counts, times and expiry, internal scaffolding, edges.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Protocol
 
+import numpy as np
+
+from velesmem import limits
 from velesmem.embed.base import Embedder
 from velesmem.errors import NotFound
 from velesmem.ids import to_i64
@@ -46,11 +50,12 @@ class RestoreReport:
 
 
 def restore(store: RestoreStore, embedder: Embedder, checked: CheckedFile, now: float,
-            step: Callable[[str, int, int], None] = lambda phase, done, total: None
-            ) -> RestoreReport:
+            step: Callable[[str, int, int], None] = lambda phase, done, total: None,
+            pool: Executor | None = None) -> RestoreReport:
     """Write ``checked`` into ``store`` in one transaction (see the module docstring); a fact
     or edge the store refuses raises, and then nothing was written. ``step(phase, done,
-    total)`` hears progress: facts compared with the store, then facts embedded."""
+    total)`` hears progress: facts compared with the store, then facts embedded. With a
+    ``pool`` (the Runtime's workers), each batch is embedded in parts at once."""
     expired = {f.id for f in checked.facts if f.expires_at is not None and f.expires_at <= now}
     skipped = sum(1 for e in checked.edges if e.src in expired or e.dst in expired)
     edges = [e for e in checked.edges if e.src not in expired and e.dst not in expired]
@@ -77,7 +82,7 @@ def restore(store: RestoreStore, embedder: Embedder, checked: CheckedFile, now: 
     for start in range(0, len(users), EMBED_BATCH):
         step("embedded", start, len(users))
         batch = users[start:start + EMBED_BATCH]
-        for f, vector in zip(batch, embedder.embed([f.content for f in batch])):
+        for f, vector in zip(batch, embed_parts(embedder, [f.content for f in batch], pool)):
             vectors[f.id] = vector
     existing: dict[int, set[tuple[int, str]]] = {}
     new_edges = []
@@ -97,6 +102,16 @@ def restore(store: RestoreStore, embedder: Embedder, checked: CheckedFile, now: 
         store.restore_all(write).result()
     return RestoreReport(len(write.facts), len(write.edges), unchanged,
                          len(expired) + skipped, checked.repeated)
+
+
+def embed_parts(embedder: Embedder, texts: Sequence[str], pool: Executor | None) -> np.ndarray:
+    """``embedder.embed(texts)``, split into IMPORT_EMBED_PARTS calls run at once on ``pool``
+    (rows in the order of ``texts``); one call without a pool."""
+    if pool is None or len(texts) < 2:
+        return embedder.embed(texts)
+    size = -(-len(texts) // limits.IMPORT_EMBED_PARTS)
+    parts = [pool.submit(embedder.embed, texts[i:i + size]) for i in range(0, len(texts), size)]
+    return np.concatenate([part.result() for part in parts])
 
 
 def _same(stored: StoredFact | None, line: FactLine) -> bool:

@@ -135,19 +135,27 @@ def embed_rate(embedder: str, n: int = 2000) -> float:
     return n / (time.perf_counter() - t0)
 
 
-def run_import(source: str, path: Path, store: Path, embedder: str) -> tuple[float, list[int]]:
-    """(wall seconds, [facts, entities, links]) of one ``import --from`` in a subprocess."""
+def run_import(source: str, path: Path, store: Path,
+               embedder: str) -> tuple[float, float, list[int]]:
+    """(wall seconds, CPU seconds, [facts, entities, links]) of one ``import --from`` in a
+    subprocess (CPU: user + system of all its threads, from ``wait4``)."""
     env = {**os.environ, "VELESDB_MEMORY_PATH": str(store), "VELESDB_MEMORY_EMBEDDER": embedder}
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "velesmem", "import", "--from", source,
-                           str(path)], env=env, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL)
-    seconds = time.perf_counter() - t0
-    found = SUMMARY.search(proc.stderr)
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen([sys.executable, "-m", "velesmem", "import", "--from", source,
+                                 str(path)], env=env, stdout=subprocess.DEVNULL, stderr=err,
+                                stdin=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        stderr = err.read().decode("utf-8", "replace")
+    found = SUMMARY.search(stderr)
     if proc.returncode != 0 or found is None:
         raise SystemExit(f"import --from {source} failed (exit {proc.returncode}): "
-                         f"{proc.stderr[-2000:]}")
-    return seconds, [int(x.replace(",", "")) for x in found.groups()]
+                         f"{stderr[-2000:]}")
+    return (seconds, usage.ru_utime + usage.ru_stime,
+            [int(x.replace(",", "")) for x in found.groups()])
 
 
 def main() -> None:
@@ -173,14 +181,17 @@ def main() -> None:
             work.mkdir()
             path = make(args.n, work)
             store = work / "store"
-            seconds, (facts, entities, links) = run_import(source, path, store, args.embedder)
-            again_s, again = run_import(source, path, store, args.embedder)
+            seconds, cpu, (facts, entities, links) = run_import(source, path, store,
+                                                                 args.embedder)
+            again_s, _, again = run_import(source, path, store, args.embedder)
             if again != [0, 0, 0]:
                 raise SystemExit(f"a second import of {source} wrote {again}")
             rate = facts / seconds
             results[source] = {"items": args.n, "facts": facts, "entities": entities,
                                "links": links, "seconds": round(seconds, 2),
                                "items_per_s": round(rate, 1), "rerun_seconds": round(again_s, 2),
+                               "cpu_seconds": round(cpu, 1),
+                               "items_per_cpu_s": round(facts / cpu, 1),
                                "met": rate >= TARGET_ITEMS_PER_S}
             rows.append([source, f"{facts:,}", f"{entities:,}", f"{links:,}", f"{seconds:.1f} s",
                          f"{rate:,.0f}", f"{again_s:.1f} s"])

@@ -252,6 +252,18 @@ def render_import_sources(data: dict[str, Any]) -> list[str]:
     lines += _table(["source", "facts", "entities", "links", "import", "items/s", "target",
                      "re-run (0 written)"], rows)
     lines.append("")
+    alone = data.get("embedder_alone_per_s")
+    if alone:
+        lines.append(f"- The `{data['embedder']}` embedder alone (one caller, 2,000 sentences, "
+                     f"the same minutes): {alone[0]:,.0f} sentences/s before the imports, "
+                     f"{alone[-1]:,.0f} after. On this shared machine the imports ran at the "
+                     "embedder's own pace: embedding is the cost.")
+    cpu = {name: f["items_per_cpu_s"] for name, f in data["sources"].items()
+           if "items_per_cpu_s" in f}
+    if cpu:
+        lines.append("- Facts per CPU-second of the command (user + system, all its threads), "
+                     "less moved by the load: " + ", ".join(
+                         f"{name} {rate:,.0f}" for name, rate in cpu.items()) + ".")
     for name, reason in data.get("skipped", {}).items():
         lines.append(f"- {name} not measured: {reason}.")
     lines += ["", f"Measured with `{data['command']}` on {data['machine']} (load {data['load']}).",

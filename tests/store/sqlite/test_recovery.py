@@ -7,6 +7,7 @@ import signal
 import sqlite3
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from velesmem.config import Settings
 from velesmem.errors import EmbedderMismatch, Internal
 from velesmem.ids import to_i64
 from velesmem.store.sqlite import schema
-from velesmem.store.sqlite.vector_index import INDEX_FILE, SIDECAR_FILE
+from velesmem.store.sqlite.vector_index import INDEX_FILE, SIDECAR_FILE, VectorIndex
 
 WRITER = """
 import sys, threading
@@ -102,8 +103,21 @@ def test_missing_or_corrupt_index_is_rebuilt(tmp_path: Path, damage: str) -> Non
         assert mem.recall("fact 3 on topic 3", k=1).memories[0].id == ids[3]
 
 
-def test_a_format_1_index_file_is_rebuilt_from_the_stored_vectors(tmp_path: Path) -> None:
-    """A store saved by a velesmem whose index was IndexIDMap2(IndexHNSWFlat) (format 1)."""
+def _old_index(version: int) -> Any:
+    """An empty index of an older file format: 1 IndexIDMap2(IndexHNSWFlat), 2 float16 HNSW."""
+    import faiss
+
+    if version == 1:
+        return faiss.IndexIDMap2(faiss.IndexHNSWFlat(384, 32, faiss.METRIC_INNER_PRODUCT))
+    return faiss.IndexIDMap(faiss.IndexHNSWSQ(384, faiss.ScalarQuantizer.QT_fp16, 32,
+                                              faiss.METRIC_INNER_PRODUCT))
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_older_format_index_file_is_rebuilt_from_the_stored_vectors(
+        tmp_path: Path, version: int) -> None:
+    """A store saved by a velesmem whose index was float32 HNSW (format 1) or float16 HNSW
+    (format 2) opens with every fact searchable, ranked as before, and is saved in 8 bits."""
     import hashlib
     import json
 
@@ -115,20 +129,27 @@ def test_a_format_1_index_file_is_rebuilt_from_the_stored_vectors(tmp_path: Path
     conn = sqlite3.connect(tmp_path / "memory.sqlite3")
     rows = conn.execute("SELECT id, vector FROM space_vectors WHERE space = 1").fetchall()
     conn.close()
-    old = faiss.IndexIDMap2(faiss.IndexHNSWFlat(384, 32, faiss.METRIC_INNER_PRODUCT))
+    old = _old_index(version)
     old.add_with_ids(np.vstack([np.frombuffer(v, np.float32) for _, v in rows]),
                      np.asarray([i for i, _ in rows], dtype=np.int64))
     faiss.write_index(old, str(tmp_path / INDEX_FILE))
     side = json.loads((tmp_path / SIDECAR_FILE).read_text(encoding="utf-8"))
-    side |= {"format": 1, "ntotal": len(rows),
+    side = {k: v for k, v in side.items() if k not in ("max_abs", "max_norm")}
+    side |= {"format": version, "ntotal": len(rows),
              "sha256": hashlib.sha256((tmp_path / INDEX_FILE).read_bytes()).hexdigest()}
     (tmp_path / SIDECAR_FILE).write_text(json.dumps(side), encoding="utf-8")
     with velesmem.open(tmp_path).memory as mem:
         inner = faiss.downcast_index(mem.store.index._index.index)
         assert isinstance(inner, faiss.IndexHNSWSQ)  # rebuilt, not read
+        assert faiss.downcast_index(inner.storage).sq.qtype == faiss.ScalarQuantizer.QT_8bit_uniform
         assert mem.store.index.live_count == len(ids)
         assert [(m.id, m.score) for m in mem.recall("fact 3 on topic 3", k=10).memories] == want
-    assert json.loads((tmp_path / SIDECAR_FILE).read_text(encoding="utf-8"))["format"] == 2
+    saved = json.loads((tmp_path / SIDECAR_FILE).read_text(encoding="utf-8"))
+    assert saved["format"] == 3
+    assert VectorIndex.load(tmp_path, 384, saved["model"]) is not None  # read as it is
+    with velesmem.open(tmp_path).memory as mem:
+        assert mem.store.index.live_count == len(ids)
+        assert [(m.id, m.score) for m in mem.recall("fact 3 on topic 3", k=10).memories] == want
 
 
 def test_forgotten_facts_are_tombstoned_after_reopen(tmp_path: Path) -> None:

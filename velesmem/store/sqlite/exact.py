@@ -1,7 +1,7 @@
 """Exact float32 vectors read back from SQLite, the truth the FAISS index is derived from.
 
-The index keeps its vectors as float16 (half the memory); the scores a search returns are
-exact inner products with the stored float32 vectors of its candidates. Reads come from a small
+The index keeps its vectors as 8-bit codes (a quarter of the memory); the scores a search
+returns are exact inner products with the stored float32 vectors of its candidates. Reads come from a small
 pool of read connections with a small page cache each: the candidates of one search are a few
 dozen random rows, and the search threads are many, so a per-thread connection with the readers'
 page cache would hold far more memory than these reads ever reuse.

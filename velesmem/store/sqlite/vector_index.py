@@ -1,25 +1,35 @@
 """The FAISS index: a derived, rebuildable cache of the user facts' vectors.
 
-Kind: ``IndexIDMap(IndexHNSWSQ(d, float16, M=32, inner product))``, efConstruction 32, efSearch
-max(160, n). The index holds float16 codes (half the memory of float32) and finds candidates by
-them; the scores it returns are exact: the candidates' stored float32 vectors (``exact.py``:
-SQLite, the truth) are read back and multiplied with the query. Where a search is exact (small
-sets, below), every row whose float16 score is within the rounding bound of the n-th best is a
-candidate, so the exact top n is the same as with float32 vectors. FAISS ids are the u64 fact
-ids reinterpreted as int64 (``ids.to_i64``). HNSW cannot remove vectors, so a forgotten or expired
-fact becomes a tombstone: every search excludes tombstones (an ``IDSelectorNot`` over them, or a
-bitmap of the live rows in the exact path) and the index is rebuilt
-from its own live vectors once tombstones pass a fifth of it. With the indexer running that rebuild
-happens in a background thread with no lock held while it adds vectors (searches keep using the old
-index and its tombstones); a short write-locked swap then applies what changed meanwhile.
+Kind: ``IndexIDMap(IndexHNSWSQ(d, 8-bit uniform, M=32, inner product))``, efConstruction 32,
+efSearch max(160, n). The index holds one byte per component (a quarter of float32: 100k vectors
+of 384 take 37 MiB of codes), quantised uniformly over [-1, 1] — the range of every component of
+an L2-normalised vector, which every embedder returns — so the quantiser needs no training and a
+code never depends on the data added before it. The index only finds candidates: their stored
+float32 vectors (``exact.py``: SQLite, the truth) are read back and multiplied with the query, so
+the scores it returns are exact. A graph search asks for at least ``RESCORE_CANDIDATES`` of them
+and keeps the best n after rescoring. Where a search is exact (small sets, below), every row
+whose 8-bit score is within the quantisation bound of the n-th best is a candidate, so the exact
+top n is the same as with float32 vectors (the bound: half a step per component times the
+query's L1 norm, widened by how far any stored component ever went past the range). FAISS ids
+are the u64 fact ids reinterpreted as int64 (``ids.to_i64``). HNSW cannot remove vectors, so a
+forgotten or expired fact becomes a tombstone: every search excludes tombstones (an
+``IDSelectorNot`` over them, or a bitmap of the live rows in the exact path) and the index is
+rebuilt from its own live vectors once tombstones pass a fifth of it (re-encoding a decoded
+8-bit vector gives the same codes, so rebuilds lose nothing more). With the indexer running that
+rebuild happens in a background thread with no lock held while it adds vectors (searches keep
+using the old index and its tombstones); a short write-locked swap then applies what changed
+meanwhile.
 
 Small sets are searched exactly: the whole index when it holds at most ``EXACT_SCAN_MAX`` live
 vectors, and a filter's candidates when they are at most ``EXACT_FILTER_MAX`` (a flat scan of the
-float16 storage restricted by a bitmap, then the exact rescoring). While the whole index is that
+8-bit storage restricted by a bitmap, then the exact rescoring). While the whole index is that
 small, new vectors wait in the exact pending buffer instead of the graph (until it outgrows that
 size, or is saved): no search would use their links. Bigger filtered searches use an
 ``IDSelectorBatch`` with efSearch scaled by the filter's selectivity. Every search runs on one
 OpenMP thread (faster for single queries, and deterministic).
+
+An index file of an older format (1: float32 HNSW; 2: float16 HNSW) is not read: the index is
+rebuilt from the stored vectors at open and saved in this format at close.
 
 The class is composed of parts by operation: the pending buffer and indexer (``vector_pending``),
 the tombstone rebuild (``vector_rebuild``) and search (``vector_search``), over the state declared
@@ -64,16 +74,23 @@ PENDING_MAX = 8192  # beyond this many pending vectors, add() waits for the inde
 REBUILD_CHUNK = 2048  # vectors per add in a background rebuild (a cancel waits at most one chunk)
 INDEX_FILE = "vectors.faiss"  # the first embedding space's files; others add "-<space>"
 SIDECAR_FILE = "vectors.json"
-# 2: IndexIDMap(IndexHNSWSQ float16). A format-1 file (IndexIDMap2(IndexHNSWFlat)) is not
-# read: the index is rebuilt from the stored vectors at open, like any stale file.
-FORMAT = 2
-# float16 rounding: |x - x16| <= 2^-11 |x| (2^-24 below 2^-14; FAISS flushes those to 0, an
-# error of at most 2^-14). Twice both, so the bound also covers float32 summation.
-FP16_REL_ERR = 2.0 ** -10
-FP16_ABS_ERR = 2.0 ** -13
-APPROX_EXTRA = 32  # rows beyond n an exact scan asks the float16 storage for at first
+# 3: IndexIDMap(IndexHNSWSQ 8-bit uniform over [-SQ8_RANGE, SQ8_RANGE]). Files of format 1
+# (IndexIDMap2(IndexHNSWFlat)) and 2 (IndexIDMap(IndexHNSWSQ float16)) are not read: the index is
+# rebuilt from the stored vectors at open, like any stale file.
+FORMAT = 3
+SQ8_RANGE = 1.0  # |component| of an L2-normalised vector; beyond it a code is clipped
+# A component in range decodes within half a step (2 * SQ8_RANGE / 255 wide) of its value.
+SQ8_ABS_ERR = SQ8_RANGE / 255
+# float32 summation of a 384-term score (and the decoder's own rounding): far below this share
+# of |q| * |x|, so the bound stays a bound.
+SUM_REL_ERR = 2.0 ** -10
+# Candidates a graph search rescores exactly (at least n): 8-bit scores rank a few true top-10
+# neighbours just below the 10th (100k clustered vectors: recall@10 0.91 rescoring 10, 0.97
+# rescoring 40, as float16 codes give).
+RESCORE_CANDIDATES = 40
+APPROX_EXTRA = 32  # rows beyond n an exact scan asks the 8-bit storage for at first
 NEIGHBOUR_INTS_PER_VECTOR = 4 * HNSW_M  # HNSW links reserved per added vector (about 2M used)
-DECODE_CHUNK = 4096  # float16 rows decoded at a time (norms at load, synchronous rebuilds)
+DECODE_CHUNK = 4096  # 8-bit rows decoded at a time (synchronous rebuilds)
 FILE_MODE = 0o600
 
 
@@ -94,15 +111,19 @@ def single_thread() -> None:
 
 
 def new_faiss(dimension: int) -> faiss.IndexIDMap:
-    hnsw = faiss.IndexHNSWSQ(dimension, faiss.ScalarQuantizer.QT_fp16, HNSW_M,
+    """An empty index of this format: its quantiser's range set to [-SQ8_RANGE, SQ8_RANGE]
+    (training on the two corners of that cube), so it needs no data."""
+    hnsw = faiss.IndexHNSWSQ(dimension, faiss.ScalarQuantizer.QT_8bit_uniform, HNSW_M,
                              faiss.METRIC_INNER_PRODUCT)
+    corners = np.vstack([np.full(dimension, -SQ8_RANGE), np.full(dimension, SQ8_RANGE)])
+    hnsw.train(corners.astype(np.float32))
     hnsw.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
     hnsw.hnsw.efSearch = HNSW_EF_SEARCH
     return faiss.IndexIDMap(hnsw)
 
 
 def faiss_parts(index: faiss.IndexIDMap) -> tuple[faiss.IndexHNSW, faiss.IndexScalarQuantizer]:
-    """The HNSW index inside ``index`` and its flat float16 storage."""
+    """The HNSW index inside ``index`` and its flat 8-bit storage."""
     hnsw = faiss.downcast_index(index.index)
     return hnsw, faiss.downcast_index(hnsw.storage)
 
@@ -119,7 +140,7 @@ def add_to(index: faiss.IndexIDMap, ids: np.ndarray, vectors: np.ndarray) -> Non
 
 
 def decode(index: faiss.IndexIDMap, rows: np.ndarray) -> np.ndarray:
-    """The float16 vectors of storage ``rows``, as float32 (exactly what the index holds)."""
+    """The decoded 8-bit vectors of storage ``rows``, as float32 (exactly what the index holds)."""
     _, storage = faiss_parts(index)
     if len(rows) == 0:
         return np.zeros((0, storage.d), dtype=np.float32)
@@ -150,7 +171,8 @@ class VectorIndex(PendingPart, RebuildPart, SearchPart):
     """
 
     def __init__(self, dimension: int, index: faiss.IndexIDMap | None = None,
-                 watermark: int = 0, source: ExactSource | None = None) -> None:
+                 watermark: int = 0, source: ExactSource | None = None,
+                 magnitude: tuple[float, float] | None = None) -> None:
         self.dimension = dimension
         self.watermark = watermark  # highest SQLite ``seq`` reflected in the index
         self.lock = RWLock()
@@ -161,7 +183,9 @@ class VectorIndex(PendingPart, RebuildPart, SearchPart):
         self.source: ExactSource = source
         ids = faiss.vector_to_array(self._index.id_map).astype(np.int64)
         self._n = len(ids)
-        self._max_norm = self._stored_max_norm()  # bounds the float16 error of a score
+        # the largest |component| and norm of any vector ever added (a saved file's sidecar
+        # keeps them: decoded codes do not show a clipped component): they bound a score's error
+        self._max_abs, self._max_norm = magnitude or self._stored_magnitude()
         self._row_ids = np.zeros(max(1024, self._n * 2), dtype=np.int64)
         self._row_ids[: self._n] = ids
         self._dead = np.zeros(len(self._row_ids), dtype=bool)
@@ -186,13 +210,15 @@ class VectorIndex(PendingPart, RebuildPart, SearchPart):
         self._build_hook: Callable[[int], None] | None = None  # tests: called after each chunk
 
     # --- size -------------------------------------------------------------------------------
-    def _stored_max_norm(self) -> float:
-        """The largest norm of the vectors the index holds (read in chunks at load)."""
-        best = 0.0
+    def _stored_magnitude(self) -> tuple[float, float]:
+        """The largest |component| and norm of the vectors the index holds, as decoded (read
+        in chunks)."""
+        top, best = 0.0, 0.0
         for start in range(0, self._n, DECODE_CHUNK):
-            rows = np.arange(start, min(self._n, start + DECODE_CHUNK))
-            best = max(best, float(np.linalg.norm(decode(self._index, rows), axis=1).max()))
-        return best
+            rows = decode(self._index, np.arange(start, min(self._n, start + DECODE_CHUNK)))
+            top = max(top, float(np.abs(rows).max()))
+            best = max(best, float(np.linalg.norm(rows, axis=1).max()))
+        return top, best
 
     @property
     def ntotal(self) -> int:
@@ -218,6 +244,7 @@ class VectorIndex(PendingPart, RebuildPart, SearchPart):
         """Append to HNSW (hold the write lock)."""
         add_to(self._index, ids, vectors)
         if len(ids):
+            self._max_abs = max(self._max_abs, float(np.abs(vectors).max()))
             self._max_norm = max(self._max_norm,
                                  float(np.linalg.norm(vectors, axis=1).max()))
         need = self._n + len(ids)
@@ -278,12 +305,13 @@ class VectorIndex(PendingPart, RebuildPart, SearchPart):
             tmp = index_path.with_name(index_path.name + ".tmp")
             faiss.write_index(self._index, str(tmp))
             watermark, ntotal = self.watermark, self.ntotal
+            magnitude = {"max_abs": self._max_abs, "max_norm": self._max_norm}
         os.chmod(tmp, FILE_MODE)
         digest = _sha256(tmp)
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
         side = {"format": FORMAT, "dimension": self.dimension, "model": model, "space": space,
-                "watermark": watermark, "ntotal": ntotal, "sha256": digest}
+                "watermark": watermark, "ntotal": ntotal, "sha256": digest, **magnitude}
         side_tmp = side_path.with_name(side_path.name + ".tmp")
         fd = os.open(side_tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -310,18 +338,20 @@ class VectorIndex(PendingPart, RebuildPart, SearchPart):
             if (side.get("dimension") != dimension or side.get("model") != model
                     or side.get("space", 1) != space or _sha256(path) != side.get("sha256")):
                 return None
+            magnitude = (float(side["max_abs"]), float(side["max_norm"]))
             index = faiss.read_index(str(path))  # already downcast; keep this reference
             if (type(index) is not faiss.IndexIDMap or index.d != dimension
                     or index.ntotal != side.get("ntotal")
-                    or not isinstance(faiss.downcast_index(index.index), faiss.IndexHNSWSQ)):
+                    or not isinstance(faiss.downcast_index(index.index), faiss.IndexHNSWSQ)
+                    or faiss_parts(index)[1].sq.qtype != faiss.ScalarQuantizer.QT_8bit_uniform):
                 return None
             # a build setting the file keeps: what is added from now on uses this version's
             faiss.downcast_index(index.index).hnsw.efConstruction = HNSW_EF_CONSTRUCTION
-            loaded = cls(dimension, index, int(side.get("watermark", 0)), source)
-            if source is None:  # no store behind it: its own float16 vectors will do
+            loaded = cls(dimension, index, int(side.get("watermark", 0)), source, magnitude)
+            if source is None:  # no store behind it: its own decoded vectors will do
                 loaded.source, loaded._memory = _OwnVectors(loaded), None
             return loaded
-        except (OSError, ValueError, RuntimeError, TypeError, AttributeError):
+        except (OSError, ValueError, RuntimeError, TypeError, AttributeError, KeyError):
             return None
 
 

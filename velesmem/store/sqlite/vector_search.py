@@ -23,7 +23,7 @@ class SearchPart(VectorState):
 
     def candidates(self, query: np.ndarray, n: int,
                    allowed: np.ndarray | None = None) -> np.ndarray:
-        """The live ids ``search`` rescores: its top ``n``, and more where float16 scores lie too
+        """The live ids ``search`` rescores: its top ``n``, and more where 8-bit scores lie too
         close to the n-th to tell apart (int64, in no particular order)."""
         vi.single_thread()
         q = np.ascontiguousarray(query, dtype=np.float32).reshape(1, self.dimension)
@@ -49,9 +49,12 @@ class SearchPart(VectorState):
         return vi.near_top(ids, approx, n, bound)
 
     def _error_bound(self, q: np.ndarray) -> float:
-        """How far a float16 score may be from the exact one, for any vector of the index."""
-        return (vi.FP16_REL_ERR * float(np.linalg.norm(q)) * self._max_norm
-                + vi.FP16_ABS_ERR * float(np.abs(q).sum()))
+        """How far an 8-bit score may be from the exact one, for any vector of the index: half
+        a step per component (plus how far a component was ever clipped) times |q|_1, and the
+        float32 summation."""
+        per_component = vi.SQ8_ABS_ERR + max(0.0, self._max_abs - vi.SQ8_RANGE)
+        return (per_component * float(np.abs(q).sum())
+                + vi.SUM_REL_ERR * float(np.linalg.norm(q)) * self._max_norm)
 
     def _rescore(self, q: np.ndarray, ids: np.ndarray, n: int) -> list[tuple[int, float]]:
         """The top ``n`` of ``ids`` by exact inner product with their stored vectors."""
@@ -128,9 +131,9 @@ class SearchPart(VectorState):
 
     def _scan(self, q: np.ndarray, n: int, rows: np.ndarray | None, count: int,
               bound: float) -> tuple[np.ndarray, np.ndarray]:
-        """A flat scan of the float16 storage (the live rows, or ``rows``): every row whose
-        float16 score is within twice ``bound`` of the n-th best, so the exact top n is among
-        them (ids, float16 scores)."""
+        """A flat scan of the 8-bit storage (the live rows, or ``rows``): every row whose
+        8-bit score is within twice ``bound`` of the n-th best, so the exact top n is among
+        them (ids, 8-bit scores)."""
         if count == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
         _, storage = vi.faiss_parts(self._index)
@@ -163,7 +166,7 @@ class SearchPart(VectorState):
 
     def _hnsw(self, q: np.ndarray, n: int, sel: faiss.IDSelector | None,
               candidates: int) -> tuple[np.ndarray, np.ndarray]:
-        n = min(n, candidates)
+        n = min(max(n, vi.RESCORE_CANDIDATES), candidates)  # more than n: rescored, then cut
         selectivity = candidates / max(self._n, 1)
         ef = int(min(vi.MAX_EF_SEARCH, max(vi.HNSW_EF_SEARCH, n) / max(selectivity, 1e-6)))
         params = faiss.SearchParametersHNSW(efSearch=max(ef, n))
@@ -181,7 +184,7 @@ class SearchPart(VectorState):
         bits[rows] = True
         packed = np.packbits(bits, bitorder="little")
         sel = faiss.IDSelectorBitmap(self._n, faiss.swig_ptr(packed))
-        n = min(n, len(rows))
+        n = min(max(n, vi.RESCORE_CANDIDATES), len(rows))  # more than n: rescored, then cut
         selectivity = len(rows) / max(self._n, 1)
         ef = int(min(vi.MAX_EF_SEARCH, max(vi.HNSW_EF_SEARCH, n) / max(selectivity, 1e-6)))
         params = faiss.SearchParametersHNSW(efSearch=max(ef, n))
@@ -192,7 +195,7 @@ class SearchPart(VectorState):
         return self._row_ids[labels[0][keep]], dist[0][keep]
 
     def own_vectors(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The vectors the index itself holds for the live ones of ``ids`` (float16 ones as
+        """The vectors the index itself holds for the live ones of ``ids`` (8-bit ones decoded to
         float32, pending ones as given)."""
         with self.lock.read():
             keys = np.asarray(ids, dtype=np.int64).tolist()

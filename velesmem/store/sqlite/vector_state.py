@@ -33,6 +33,7 @@ class VectorState:
     _index: faiss.IndexIDMap
     _memory: MemoryVectors | None
     _n: int
+    _max_abs: float
     _max_norm: float
     _row_ids: np.ndarray
     _dead: np.ndarray

@@ -1,10 +1,11 @@
 """Peak RSS of the HTTPS daemon serving a 100k-fact store with the local model, and recall@10 of
-the FAISS index (float16 HNSW) against exact search on the same store.
+the FAISS index (8-bit HNSW, candidates rescored exactly) against exact search on the same store.
 
 Embedding 100k texts with the local model takes many minutes on 2 cores, so the store is built
 in-process once with precomputed vectors under the local model's identity (``local:`` model name,
 384 dimensions): clustered unit vectors (``TOPICS`` centres, noise per fact), as real notes
-cluster. It is cached under ``--cache`` (default /tmp) and copied for each daemon run. Then:
+cluster. It is cached under ``--cache`` (default /tmp), one cache per index file format, and
+copied for each daemon run. Then:
 
 1. recall@10 vs exact, in process: ``--queries`` vector-mode recalls of perturbed cluster vectors
    against numpy's exact top 10 over every stored vector (ties at the 10th score all count);
@@ -38,6 +39,7 @@ from _daemon import memory_mib, start_daemon
 import velesmem
 from velesmem.config import Settings
 from velesmem.embed.local import LOCAL_DIMENSION, LOCAL_MODEL
+from velesmem.store.sqlite.vector_index import FORMAT
 
 SEED = 20261205
 TOPICS = 500
@@ -170,7 +172,7 @@ def main() -> None:
     args = parser.parse_args()
     facts = fact_vectors(args.facts)
     queries = query_vectors(facts, args.queries)
-    cached = args.cache / f"velesmem-rss-{args.facts}-{SEED}"
+    cached = args.cache / f"velesmem-rss-{args.facts}-{SEED}-f{FORMAT}"
     built_s = None
     if not (cached / "done").exists():
         shutil.rmtree(cached, ignore_errors=True)

@@ -178,14 +178,23 @@ REMOTE_EMBED_BACKOFF_SECONDS = 0.2  # doubled after each failed try
 # (a 49 MiB store at 20k facts showed 229 MiB of mapped pages, growing with the store). Reads go
 # through each connection's page cache, backed by the OS page cache (not counted as ours).
 SQLITE_MMAP_BYTES = 0
-SQLITE_WRITER_CACHE_KIB = 16 * KIB  # page cache of the one writer connection
+# Page cache of the one writer connection. Pages it misses come from the OS page cache (not
+# counted as ours); 16 MiB held 10 MiB more in a 100k-fact daemon than this, for no write speed
+# that bench/engine.py could tell apart.
+SQLITE_WRITER_CACHE_KIB = 4 * KIB
 # Page cache of each reader connection (one per thread that reads: the worker pool, the
-# autograph, the sweeper, ...): the daemon's readers hold at most about a dozen of these.
-SQLITE_READER_CACHE_KIB = 4 * KIB
+# autograph, the sweeper, ...): the daemon's readers hold at most about a dozen of these. The
+# inner B-tree pages a recall walks fit; leaf pages come from the OS page cache.
+SQLITE_READER_CACHE_KIB = 1 * KIB
 # Page cache of each connection that reads exact vectors back for a search's candidates (a few
 # dozen random rows a search: the cache holds the B-tree's inner pages, the rows come from the
 # OS page cache).
 SQLITE_VECTOR_READER_CACHE_KIB = 512
+
+# --- resident memory of the process ---------------------------------------------------------
+# glibc malloc arenas (``velesmem.arenas``): the default, 8 per core, keeps memory freed by each
+# thread resident in its own arena.
+MALLOC_ARENAS = 2
 
 # --- CPU --------------------------------------------------------------------------------------
 # Threads of numpy's BLAS in a velesdb-memory process. The daemon runs many small matrix

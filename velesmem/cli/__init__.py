@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from velesmem import __version__, limits
+from velesmem.arenas import cap_arenas
 from velesmem.config import settings_help
 from velesmem.errors import VelesmemError
 
@@ -85,6 +86,7 @@ def main(argv: Sequence[str] | None = None, *, attach: bool = True) -> int:
     # Before anything loads numpy (heavy imports wait for the handlers); a value set by the
     # user still wins.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", str(limits.BLAS_THREADS))
+    cap_arenas()  # before any thread: glibc fixes its arena limit at the second arena
     argv = sys.argv[1:] if argv is None else list(argv)
     serve = _serve_module()
     parser = _parser(serve, commands=serve is None)

@@ -37,8 +37,8 @@ from velesmem.store.predicates import All
 # embedder's cosine without a shared word is bucket-collision noise, so its floor is high.
 HASH_SIMILARITY_FLOOR = 0.3
 SEMANTIC_SIMILARITY_FLOOR = 0.25
-SEMANTIC_VECTOR_WEIGHT = 1.5  # cosine : normalised BM25, LoCoMo-tuned for local (docs/ranking.md)
-HASH_VECTOR_WEIGHT = 0.5  # LoCoMo-tuned, docs/ranking.md
+SEMANTIC_VECTOR_WEIGHT = 1.5  # LoCoMo-tuned for local, cross-validated (docs/ranking.md)
+HASH_VECTOR_WEIGHT = 0.5  # LoCoMo-tuned, cross-validated on SQuAD and HotpotQA (docs/ranking.md)
 LEX_WEIGHT = 1.0
 MIN_CANDIDATES = 32
 

@@ -195,6 +195,14 @@ def render_ranking_cv(data: dict[str, Any]) -> list[str]:
                          f"{g['gain']:+.3f} [{g['low']:+.3f}, {g['high']:+.3f}]"])
     lines += _table(["held out", "tuned on", "embedder", "chosen", "hit@1/5/10 held out",
                      "today's defaults", "gain (95 % CI)"], rows)
+    product = data.get("product_recall_today") or {}
+    if product:
+        lines += ["", "Today's defaults replayed by the script against the product's own `recall` "
+                  "on the same facts (the product also reorders supersede chains):", ""]
+        lines += _table(["set / embedder", "replay hit@1/5/10", "product `recall` hit@1/5/10"],
+                        [[key, " / ".join(f"{data['today']['hits'][key][f'hit@{k}']:.3f}" for k in (1, 5, 10)),
+                          " / ".join(f"{h[f'hit@{k}']:.3f}" for k in (1, 5, 10))]
+                         for key, h in sorted(product.items())])
     lines += ["", f"Decision: {data['decision']}. Today's defaults: "
               + "; ".join(f"{e} `{c}`" for e, c in data["today"]["config"].items()) + ".",
               "", f"Measured with `{_command(data)}` on {data['machine']} ({data['seconds']:.0f} s).", ""]

@@ -31,8 +31,10 @@ def _ids(result: object) -> list[int]:
 
 
 def _edges(mem: MemoryService) -> set[tuple[int, int, str]]:
+    """The edges between facts (the autograph's hub edges, about/mentions, land in the
+    background and are left out)."""
     return {(e.src, e.dst, e.relation) for e in mem.store.export(mem.now(), include_internal=False)
-            if hasattr(e, "relation")}
+            if hasattr(e, "relation") and e.relation not in ("about", "mentions")}
 
 
 def _dup_group(mem: MemoryService, clock: Clock) -> tuple[int, int, int]:

@@ -358,3 +358,45 @@ def test_ids_are_found_in_the_sorted_rows_and_in_the_rows_added_since(monkeypatc
     assert ids[3 * 60] not in dict(index.search(x[3 * 60], 5))
     index.bulk_add(ids, x)  # every id is known: nothing is added
     assert index.ntotal == 3000
+
+
+def _exact_ranking(x: np.ndarray, pool: np.ndarray, q: np.ndarray, n: int) -> list[int]:
+    sims = x[pool] @ q
+    return [int(pool[i]) for i in np.lexsort((pool, -sims))[:n]]
+
+
+def test_small_sets_rank_exactly_with_components_past_the_8bit_range(tmp_path: Path) -> None:
+    """Vectors that are not unit length have components beyond [-1, 1], which the 8-bit codes
+    clip: the exact scans widen their bound by that overshoot, also after a save and a load
+    (the sidecar keeps it), so the top n is still the float32 one."""
+    rng = np.random.default_rng(5)
+    base = vectors(1, seed=5)[0]
+    # near ties around one direction, scaled to norm 3: a component up to ~2.4 is clipped to 1
+    x = (base + rng.standard_normal((400, 16)).astype(np.float32) * 0.05)
+    x = (3 * x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+    assert np.abs(x).max() > vector_index.SQ8_RANGE
+    ids = np.arange(400, dtype=np.int64)
+    index = VectorIndex(16)
+    index.add(ids, x)
+    index.save(tmp_path, "m")
+    loaded = VectorIndex.load(tmp_path, 16, "m", source=index.source)
+    assert loaded is not None
+    for probe in (index, loaded):
+        for allowed in (None, ids[ids % 3 == 0]):
+            pool = ids if allowed is None else allowed
+            assert [i for i, _ in probe.search(base, 10, allowed)] == _exact_ranking(x, pool, base, 10)
+
+
+def test_an_index_file_without_its_magnitudes_is_rebuilt_not_read(tmp_path: Path) -> None:
+    """The clip bound comes from the sidecar: a format-3 sidecar without it is not trusted."""
+    import json
+
+    index = VectorIndex(16)
+    index.add(np.arange(50, dtype=np.int64), vectors(50, seed=6))
+    index.save(tmp_path, "m")
+    side = tmp_path / vector_index.SIDECAR_FILE
+    data = json.loads(side.read_text(encoding="utf-8"))
+    assert data["format"] == vector_index.FORMAT and data["max_abs"] <= 1.0
+    del data["max_abs"]
+    side.write_text(json.dumps(data), encoding="utf-8")
+    assert VectorIndex.load(tmp_path, 16, "m") is None

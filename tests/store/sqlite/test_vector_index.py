@@ -400,3 +400,25 @@ def test_an_index_file_without_its_magnitudes_is_rebuilt_not_read(tmp_path: Path
     del data["max_abs"]
     side.write_text(json.dumps(data), encoding="utf-8")
     assert VectorIndex.load(tmp_path, 16, "m") is None
+
+
+def test_a_wide_8bit_window_is_narrowed_by_exact_scores_and_still_ranks_exactly(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Dense 384-d queries make the 8-bit bound wide (|q|_1 ~ 15): the exact scores of the best
+    few candidates cut the window to a fraction, and the top n stays the float32 one."""
+    rng = np.random.default_rng(8)
+    centres = rng.standard_normal((20, 384)).astype(np.float32)
+    x = centres[rng.integers(0, 20, 3000)] + rng.standard_normal((3000, 384)).astype(np.float32)
+    x = (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+    ids = np.arange(3000, dtype=np.int64)
+    index = VectorIndex(384)
+    index.bulk_add(ids, x)  # straight into the 8-bit storage, scanned exactly (3,000 rows)
+    queries = x[rng.integers(0, 3000, 10)] + rng.standard_normal((10, 384)).astype(np.float32) * 0.02
+    narrowed = [len(index.candidates(q, 10)) for q in queries]
+    for q in queries:
+        assert [i for i, _ in index.search(q, 10)] == _exact_ranking(x, ids, q, 10)
+        allowed = ids[ids % 2 == 1]
+        assert [i for i, _ in index.search(q, 10, allowed)] == _exact_ranking(x, allowed, q, 10)
+    monkeypatch.setattr(vector_index, "TIGHTEN_ABOVE", 10**9)  # the whole window
+    wide = [len(index.candidates(q, 10)) for q in queries]
+    assert sum(narrowed) < sum(wide)

@@ -46,7 +46,25 @@ class SearchPart(VectorState):
                     main = self._hnsw_rows(q, n, rows)
         ids = np.concatenate([main[0], pending[0]])
         approx = np.concatenate([main[1], pending[1]])
-        return vi.near_top(ids, approx, n, bound)
+        kept = vi.near_top(ids, approx, n, bound)
+        if len(kept) > max(vi.TIGHTEN_ABOVE, 2 * n):
+            kept = self._tighten(q[0], ids, approx, n, bound)
+        return kept
+
+    def _tighten(self, q: np.ndarray, ids: np.ndarray, approx: np.ndarray, n: int,
+                 bound: float) -> np.ndarray:
+        """Fewer candidates where the 8-bit window holds many (dense queries: |q|_1 makes the
+        bound wide): the exact scores of the best ``TIGHTEN_FIRST`` (or 2n) by 8-bit score give an
+        n-th best exact score s; a row whose approximate score is below s - bound cannot reach
+        it, so only the others stay candidates."""
+        first = ids[np.argsort(-approx, kind="stable")[:max(vi.TIGHTEN_FIRST, 2 * n)]]
+        found, vectors = self.source.fetch(first)
+        if len(found) < n:  # forgotten meanwhile: keep the whole window
+            return vi.near_top(ids, approx, n, bound)
+        exact = vectors @ q
+        nth = float(np.partition(exact, len(exact) - n)[len(exact) - n])
+        kept: np.ndarray = ids[approx >= nth - bound]
+        return kept
 
     def _error_bound(self, q: np.ndarray) -> float:
         """How far an 8-bit score may be from the exact one, for any vector of the index: half

@@ -229,6 +229,13 @@ SUPERSEDE_SUBJECT_OVERLAP = 0.7
 # Subject words a fact needs before it can supersede (or be superseded): shorter ones say too
 # little to tell "the same subject" from "the same topic".
 SUPERSEDE_MIN_SUBJECT_WORDS = 2
+# An update changes one thing: at most this many subject words differ between the two facts, and
+# at most this many values on each side. Two descriptions of different things in one template
+# ("X is a 2012 film directed by …" / "Y is a 1974 film directed by …") differ in more. Chosen on
+# the even-numbered triples of bench/data/updates.jsonl with pairs of LoCoMo turns and SQuAD
+# paragraphs as non-updates; HotpotQA's sentences held out (docs/curation.md).
+SUPERSEDE_MAX_SUBJECT_CHANGE = 2
+SUPERSEDE_MAX_VALUE_CHANGE = 3
 # Vector-index candidates read on remember when looking for the fact a new one supersedes.
 SUPERSEDE_CANDIDATES = 8
 # Versions followed along a supersedes chain (newer or older) before the walk stops.

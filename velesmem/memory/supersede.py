@@ -3,7 +3,9 @@
 Detection is offline (no model): two facts are versions of one statement when their *subject*
 words (lowercase words minus stopwords, update phrasing and the values themselves) overlap by at
 least ``limits.SUPERSEDE_SUBJECT_OVERLAP`` (overlap coefficient) while a *value* is replaced
-(each side has one the other lacks) or negation flips. Values: numbers and dates, month and day
+(each side has one the other lacks) or negation flips, and the change is small: at most
+``SUPERSEDE_MAX_SUBJECT_CHANGE`` subject words and ``SUPERSEDE_MAX_VALUE_CHANGE`` values on each
+side differ (two descriptions of different things in one template differ in more). Values: numbers and dates, month and day
 names, proper names (capitalised words past a sentence start, CamelCase), negation; a number
 after a label word ("ticket 12", "step 3") names a thing and counts as subject. The new fact is then linked ``new --supersedes--> old``; an explicit
 ``relate(new, old, "supersedes")`` makes the same edge and is read the same way.
@@ -149,6 +151,9 @@ def changes_statement(a: Statement, b: Statement) -> bool:
     overlap = len(a.subject & b.subject) / min(len(a.subject), len(b.subject))
     if overlap < limits.SUPERSEDE_SUBJECT_OVERLAP:
         return False
+    if len(a.subject ^ b.subject) > limits.SUPERSEDE_MAX_SUBJECT_CHANGE or max(
+            len(a.values - b.values), len(b.values - a.values)) > limits.SUPERSEDE_MAX_VALUE_CHANGE:
+        return False  # more than one thing changed: another fact, not a new version
     if ("not" in a.values) != ("not" in b.values):
         return True  # negated, or no longer negated
     # a value replaced by another; one only added or left out (an acronym, a date) is no change

@@ -264,8 +264,8 @@ def render_import_sources(data: dict[str, Any]) -> list[str]:
     if alone:
         lines.append(f"- The `{data['embedder']}` embedder alone (one caller, 2,000 sentences, "
                      f"the same minutes): {alone[0]:,.0f} sentences/s before the imports, "
-                     f"{alone[-1]:,.0f} after. On this shared machine the imports ran at the "
-                     "embedder's own pace: embedding is the cost.")
+                     f"{alone[-1]:,.0f} after: the wall rates follow the shared machine's "
+                     "load, and embedding is most of the cost.")
     cpu = {name: f["items_per_cpu_s"] for name, f in data["sources"].items()
            if "items_per_cpu_s" in f}
     if cpu:

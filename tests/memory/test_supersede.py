@@ -10,6 +10,13 @@ from velesmem.memory import MemoryService
 from velesmem.memory.supersede import changes, statement
 from tests.support.clock import Clock
 
+
+def _supersedes(mem: MemoryService) -> int:
+    """How many supersedes edges the store holds (the autograph's hub edges, which land in the
+    background for "the API rate limiter", are not counted)."""
+    return sum(1 for e in mem.store.export(mem.now(), include_internal=False)
+               if getattr(e, "relation", None) == "supersedes")
+
 OLD = "The API rate limiter allows 600 requests per minute per key."
 NEW = "Since December the API rate limiter allows 900 requests per minute per key."
 QUESTION = "How many requests per minute does the API rate limiter allow per key?"
@@ -67,7 +74,7 @@ def test_the_older_version_is_never_dropped(mem: MemoryService, clock: Clock) ->
     mem.remember(NEW)
     listed = {m.id for m in mem.list_memories().memories}
     assert old.id in listed
-    assert mem.memory_status().memory == {"facts": 2, "edges": 1}
+    assert mem.memory_status().memory["facts"] == 2 and _supersedes(mem) == 1
 
 
 def test_why_walks_the_chain_from_the_newest(mem: MemoryService, clock: Clock) -> None:
@@ -78,7 +85,7 @@ def test_why_walks_the_chain_from_the_newest(mem: MemoryService, clock: Clock) -
     v3 = mem.remember(NEW)
     why = mem.why(OLD, max_hops=3)
     assert why.nodes[0].id == v3.id
-    chain = [(e.from_, e.to, e.relation) for e in why.edges]
+    chain = [(e.from_, e.to, e.relation) for e in why.edges if e.relation == "supersedes"]
     assert chain == [(v3.id, v2.id, "supersedes"), (v2.id, v1.id, "supersedes")]
 
 
@@ -111,10 +118,10 @@ def test_other_scopes_are_not_superseded(mem: MemoryService, clock: Clock) -> No
     mem.remember(OLD, metadata={"project": "alpha"})
     clock.advance(DAY)
     mem.remember(NEW, metadata={"project": "beta"})
-    assert mem.memory_status().memory["edges"] == 0
+    assert _supersedes(mem) == 0
     mem.remember("Since May the API rate limiter allows 1200 requests per minute per key.",
                  metadata={"project": "alpha"})
-    assert mem.memory_status().memory["edges"] == 1
+    assert _supersedes(mem) == 1
 
 
 def test_a_filter_keeps_versions_outside_it_out(mem: MemoryService, clock: Clock) -> None:

@@ -1,6 +1,7 @@
 """What the daemon does on its way to its first answer (bench/cold_start.py times it): it loads no
-CLI command, client-catalog, installer or docs code; its port listens before FastMCP is imported
-(a client that connects early waits in the backlog instead of being refused); and it serves with
+CLI command, client-catalog, installer or docs code, and no FastMCP (the tool definitions ship
+prebuilt, velesmem/mcp/definitions.json); its port listens before the MCP SDK is imported (a
+client that connects early waits in the backlog instead of being refused); and it serves with
 the garbage collector on again, the start-up heap frozen."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from daemon_helpers import Daemon
 pytestmark = pytest.mark.integration
 
 # Runs the real entry point (velesmem.cli.main) in this process, with two observers of its own:
-# an import hook noting whether the port already accepts connections when fastmcp is first
+# an import hook noting whether the port already accepts connections when the MCP SDK is first
 # imported, and a thread that, once /health answers over TLS, writes what the process holds and
 # stops it with SIGINT, as an operator would.
 PROBE = r"""
@@ -28,17 +29,17 @@ port = int(os.environ["VELESDB_MEMORY_HTTP_BIND"].rsplit(":", 1)[1])
 ca = Path(os.environ["VELESDB_MEMORY_TLS_DIR"]) / "ca-cert.pem"
 seen = {}
 
-class FirstFastmcpImport:
+class FirstSdkImport:
     def find_spec(self, name, path=None, target=None):
-        if name == "fastmcp" and "listening_before_fastmcp" not in seen:
+        if name == "mcp" and "listening_before_sdk" not in seen:
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                seen["listening_before_fastmcp"] = True
+                seen["listening_before_sdk"] = True
             except OSError:
-                seen["listening_before_fastmcp"] = False
+                seen["listening_before_sdk"] = False
         return None
 
-sys.meta_path.insert(0, FirstFastmcpImport())
+sys.meta_path.insert(0, FirstSdkImport())
 
 def health() -> bool:
     try:
@@ -77,7 +78,7 @@ def _served(make_daemon: Callable[..., Daemon], tmp_path: Path) -> dict:
     return json.loads(out.read_text())
 
 
-def test_serving_loads_no_command_client_or_docs_code_and_listens_before_fastmcp(
+def test_serving_loads_no_command_client_docs_or_fastmcp_code_and_listens_before_the_sdk(
         make_daemon: Callable[..., Daemon], tmp_path: Path) -> None:
     seen = _served(make_daemon, tmp_path)
     modules = seen["modules"]
@@ -85,8 +86,9 @@ def test_serving_loads_no_command_client_or_docs_code_and_listens_before_fastmcp
     assert not commands, commands
     loaded = [m for m in modules if m.startswith(NOT_SERVED)]
     assert not loaded, loaded
-    assert "fastmcp" in modules  # it did serve MCP
-    assert seen["listening_before_fastmcp"] is True
+    assert not [m for m in modules if m.split(".")[0] == "fastmcp"]
+    assert "mcp.server.lowlevel" in modules  # it did serve MCP, through the SDK
+    assert seen["listening_before_sdk"] is True
 
 
 def test_serving_loads_no_websocket_protocol(make_daemon: Callable[..., Daemon],
@@ -102,4 +104,4 @@ def test_the_daemon_serves_with_the_collector_on_and_its_start_up_frozen(
         make_daemon: Callable[..., Daemon], tmp_path: Path) -> None:
     seen = _served(make_daemon, tmp_path)
     assert seen["gc_enabled"] is True
-    assert seen["frozen"] > 10_000  # the start-up heap (fastmcp, pydantic, numpy) is frozen
+    assert seen["frozen"] > 10_000  # the start-up heap (the MCP SDK, pydantic, numpy) is frozen

@@ -253,6 +253,7 @@ LOG_TAIL_RECORDS = 50  # recent warnings and errors the Status page shows (veles
 LOG_TAIL_CHARS = 500  # characters kept of each
 STATUS_SESSIONS_SHOWN = 100  # live MCP sessions the Status page lists (most recently active first)
 MAX_FACT_PAGE_EDGES = 200  # links in and links out each shown on a fact's page
+MAX_CONFIDENCE_EVENTS = 50  # confidence changes kept per fact (the newest; older ones dropped)
 DEFAULT_DASHBOARD_PAGE = 50  # facts a Memories page lists (keyset paging: one page read at a time)
 MAX_DASHBOARD_PAGE = 200
 DASHBOARD_SCAN_PAGES = 10  # pages a state-filtered browse reads at most to fill one (then: Next)

@@ -21,7 +21,14 @@ from velesmem.consolidate.plan import ARCHIVED_RELATION, Change, Decay, Plan, pl
 from velesmem.errors import InvalidInput, NotFound
 from velesmem.ids import to_u64
 from velesmem.store.roles import FactStore, JobStore, MaintenanceStore
-from velesmem.store.types import Edge, GraphWrite, Job, StoredFact
+from velesmem.store.types import (
+    CAUSE_DECAY,
+    CAUSE_DECAY_UNDONE,
+    Edge,
+    GraphWrite,
+    Job,
+    StoredFact,
+)
 
 RUN_KIND = "consolidate"
 
@@ -147,7 +154,8 @@ class ConsolidationService:
         edges = tuple((c.src, c.dst, ARCHIVED_RELATION) for c in changes)
         self.store.write_graph(
             GraphWrite(now=now, edges=edges,
-                       confidence_deltas=tuple((d.key, d.delta) for d in decays)),
+                       confidence_deltas=tuple((d.key, d.delta) for d in decays),
+                       confidence_cause=CAUSE_DECAY),
             job=run, result={"changes": record, "decays": decayed, "undone": False}).result()
         self._phase("applied")
         return RunReport(run, True, False, changes, self._texts(changes, now, decays), decays)
@@ -168,7 +176,8 @@ class ConsolidationService:
             self.store.write_graph(
                 GraphWrite(now=now,
                            unlink=tuple((c.src, c.dst, ARCHIVED_RELATION) for c in changes),
-                           confidence_deltas=tuple((d.key, -d.delta) for d in decays)),
+                           confidence_deltas=tuple((d.key, -d.delta) for d in decays),
+                           confidence_cause=CAUSE_DECAY_UNDONE),
                 job=run, result={**job.result, "undone": True}).result()
         self._phase("undone")
         return RunReport(run, False, True, changes, self._texts(changes, now, decays), decays)

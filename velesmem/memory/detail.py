@@ -1,5 +1,5 @@
-"""One fact as the dashboard's fact page shows it: text, metadata, author, learned confidence,
-links in and out, its duplicate group and its supersede chain, read in bounded steps."""
+"""One fact as the dashboard's fact page shows it: text, metadata, author, learned confidence
+and its recent history, links in and out, its duplicate group and its supersede chain, read in bounded steps."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from velesmem import limits, validate
 from velesmem.ids import to_u64
 from velesmem.memory import duplicates as mdup
 from velesmem.memory.supersede import SUPERSEDES, VersionStore, head, older
+from velesmem.store.types import ConfidenceEvent
 
 ARCHIVED_RELATION = "consolidated_into"  # velesmem.consolidate's archive edge
 
@@ -35,6 +36,7 @@ class FactDetail:
     confidence: float
     successes: int
     failures: int
+    history: tuple[ConfidenceEvent, ...]  # recent confidence changes, newest first
     created_at: float
     updated_at: float
     expires_at: float | None
@@ -74,6 +76,7 @@ def fact_detail(store: VersionStore, key: int, now: float) -> FactDetail | None:
         metadata=validate.visible_metadata(fact.metadata),
         author=_author(fact.metadata.get(validate.AUTHOR_KEY)),
         confidence=fact.confidence, successes=fact.successes, failures=fact.failures,
+        history=tuple(store.confidence_history(key, limits.MAX_CONFIDENCE_EVENTS)),
         created_at=fact.created_at, updated_at=fact.updated_at, expires_at=fact.expires_at,
         links_out=_links(store, out_rows, now), links_in=_links(store, in_rows, now),
         duplicates=tuple(sorted(to_u64(k) for k in group_keys)),

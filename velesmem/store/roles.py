@@ -7,7 +7,7 @@ backend implements every member with the declared signature, and every call site
 passes only arguments a role declares.
 
     LifecycleStore    open/close, warming, where the store is (the Runtime)
-    FactStore         user facts, edges, feedback, graph writes; reads by key and by page
+    FactStore         user facts, edges, feedback (+ confidence history), graph writes; reads
     SourceStore       internal facts: entity hubs, compiler sources, events, working contexts
     SearchStore       metadata predicates, BM25 text search, vector search, scores, confidences
     EmbeddingStore    the serving embedding space and its backlog of facts without a vector
@@ -32,6 +32,7 @@ import numpy as np
 from velesmem.spawner import Spawner
 from velesmem.store.predicates import Predicate
 from velesmem.store.types import (
+    ConfidenceEvent,
     Counts,
     Edge,
     FactWrite,
@@ -88,7 +89,12 @@ class FactStore(Protocol):
 
     def feedback(self, key: int, success: bool, now: float) -> Future[float]:
         """Atomically nudge a live user fact's confidence (clamped to [0, 1] by the rule in
-        ``velesmem.store.rules``); resolves to the new value."""
+        ``velesmem.store.rules``); resolves to the new value. The change is recorded in the
+        fact's confidence history in the same transaction."""
+
+    def confidence_history(self, key: int, limit: int) -> list[ConfidenceEvent]:
+        """Up to ``limit`` recorded changes of fact ``key``'s confidence, newest first (at
+        most ``limits.MAX_CONFIDENCE_EVENTS`` are kept per fact; forget deletes them)."""
 
     def write_graph(self, graph: GraphWrite, *, job: str | None = None,
                     result: dict[str, Any] | None = None,

@@ -15,6 +15,12 @@ ENTITY_HUB_KIND = "entity_hub"
 HUB_NAME_KEY = "_veles_entity"  # a hub's canonical name, in its (reserved) metadata
 HUB_SOURCE_KEY = "_veles_source"  # what made the hub: "entity" or an identifier kind
 
+# Why a user fact's confidence changed (``ConfidenceEvent.cause``).
+CAUSE_HELPFUL = "helpful"  # feedback, success
+CAUSE_NOT_HELPFUL = "not_helpful"  # feedback, failure
+CAUSE_DECAY = "decay"  # a consolidation run lowered it
+CAUSE_DECAY_UNDONE = "decay_undone"  # that run was undone
+
 
 @dataclass(frozen=True)
 class Identity:
@@ -76,6 +82,17 @@ class GraphWrite:
     edges: tuple[tuple[int, int, str], ...] = ()
     unlink: tuple[tuple[int, int, str], ...] = ()
     confidence_deltas: tuple[tuple[int, float], ...] = ()
+    confidence_cause: str = CAUSE_DECAY  # recorded in each moved fact's confidence history
+
+
+@dataclass(frozen=True)
+class ConfidenceEvent:
+    """One change of a user fact's confidence: when (epoch seconds), the value it moved to,
+    and why (a ``CAUSE_*`` name). Written in the transaction of the change itself."""
+
+    at: float
+    confidence: float
+    cause: str
 
 
 @dataclass(frozen=True)

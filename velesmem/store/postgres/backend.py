@@ -55,6 +55,7 @@ from velesmem.store.postgres.text import TextIndex
 from velesmem.store.predicates import Predicate
 from velesmem.store.rows import one, scalar
 from velesmem.store.types import (
+    ConfidenceEvent,
     Counts,
     Edge,
     FactWrite,
@@ -731,6 +732,13 @@ class PostgresStore:
                 f"e.src = %s AND {rules.live(rules.POSTGRES, 'f')} ORDER BY e.id "
                 "LIMIT %s", (key, now, limit)).fetchall()
         return [(int(d), r) for d, r in rows]
+
+    def confidence_history(self, key: int, limit: int) -> list[ConfidenceEvent]:
+        with self._conn() as conn:
+            rows = conn.execute(
+                "SELECT at, confidence, cause FROM confidence_events WHERE fact = %s "
+                "ORDER BY id DESC LIMIT %s", (key, limit)).fetchall()
+        return [ConfidenceEvent(float(at), float(c), str(cause)) for at, c, cause in rows]
 
     def in_edges(self, key: int, now: float, limit: int) -> list[tuple[int, str]]:
         with self._conn() as conn:

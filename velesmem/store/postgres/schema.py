@@ -229,6 +229,22 @@ def _v6_auth_tokens(conn: Conn) -> None:
     """)
 
 
+def _v7_confidence_events(conn: Conn) -> None:
+    # Each change of a user fact's confidence (feedback, a consolidation's decay and its undo),
+    # written in the transaction of the change; the newest few per fact are kept, and deleting
+    # the fact deletes them (as its edges).
+    _run(conn, """
+        CREATE TABLE confidence_events (
+            id          bigserial PRIMARY KEY,               -- recording order
+            fact        bigint NOT NULL REFERENCES facts (id) ON DELETE CASCADE,
+            at          double precision NOT NULL,
+            confidence  double precision NOT NULL,           -- the value it moved to
+            cause       text NOT NULL                        -- helpful, not_helpful, decay, ...
+        );
+        CREATE INDEX confidence_events_fact ON confidence_events (fact, id)
+    """)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial: facts, edges, meta, embedding spaces", _v1_initial),
     Migration(2, "fact_terms: full-text postings (lexeme, fact, tf, length) and corpus totals "
@@ -239,6 +255,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "migration_journal: writes made while an embedding migration runs (triggers)",
               _v5_migration_journal),
     Migration(6, "auth_tokens: bearer tokens, stored hashed", _v6_auth_tokens),
+    Migration(7, "confidence_events: each fact's recent confidence changes and their cause",
+              _v7_confidence_events),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

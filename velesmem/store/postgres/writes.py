@@ -31,6 +31,8 @@ from velesmem.store.postgres.connection import Keys
 from velesmem.store.postgres.meta_index import index_fact
 from velesmem.store.rows import scalar
 from velesmem.store.types import (
+    CAUSE_HELPFUL,
+    CAUSE_NOT_HELPFUL,
     ENTITY_HUB_KIND,
     HUB_NAME_KEY,
     HUB_SOURCE_KEY,
@@ -234,9 +236,11 @@ def write_graph(store: PostgresStore, graph: GraphWrite, job_id: str | None,
             conn.execute("DELETE FROM edges WHERE src = %s AND dst = %s AND relation = %s",
                          (src, dst, relation))
         for key, delta in graph.confidence_deltas:
-            conn.execute(
+            row = conn.execute(
                 f"UPDATE facts SET confidence = {rules.clamped_confidence(rules.POSTGRES)} "
-                "WHERE id = %s AND kind IS NULL", (delta, key))
+                "WHERE id = %s AND kind IS NULL RETURNING confidence", (delta, key)).fetchone()
+            if row is not None:
+                record_confidence(conn, key, float(row[0]), graph.confidence_cause, graph.now)
         if job_id is not None:
             jobs.set_job(conn, job_id, graph.now, state="committed", result=result)
 
@@ -322,8 +326,19 @@ def purge_expired(store: PostgresStore, now: float, lock: int) -> Job:
     return job
 
 
+def record_confidence(conn: Conn, key: int, confidence: float, cause: str, now: float) -> None:
+    """Add a change to fact ``key``'s confidence history, in the caller's transaction (which
+    holds the fact's row lock), and drop what lies beyond the newest ``MAX_CONFIDENCE_EVENTS``."""
+    conn.execute("INSERT INTO confidence_events (fact, at, confidence, cause) "
+                 "VALUES (%s, %s, %s, %s)", (key, now, confidence, cause))
+    conn.execute("DELETE FROM confidence_events WHERE fact = %s AND id <= (SELECT id FROM "
+                 "confidence_events WHERE fact = %s ORDER BY id DESC LIMIT 1 OFFSET %s)",
+                 (key, key, limits.MAX_CONFIDENCE_EVENTS))
+
+
 def feedback(store: PostgresStore, key: int, success: bool, now: float) -> Job:
-    """One atomic UPDATE: confidence ± step clamped to [0, 1], success/failure counted."""
+    """One atomic UPDATE: confidence ± step clamped to [0, 1], success/failure counted, and
+    the change recorded in the fact's confidence history."""
     step = rules.feedback_step(success)
 
     def job(conn: Conn) -> Outcome[float]:
@@ -335,6 +350,8 @@ def feedback(store: PostgresStore, key: int, success: bool, now: float) -> Job:
             (step, int(success), int(not success), key, now)).fetchone()
         if row is None:
             raise NotFound(f"id {to_u64(key)} is not a stored memory")
+        record_confidence(conn, key, float(row[0]),
+                          CAUSE_HELPFUL if success else CAUSE_NOT_HELPFUL, now)
         return Outcome(float(row[0]))
 
     return job

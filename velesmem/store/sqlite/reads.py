@@ -23,7 +23,7 @@ from velesmem.store.sqlite.part import (
     fact_from_row,
     in_query,
 )
-from velesmem.store.types import Counts, Edge, StoredFact
+from velesmem.store.types import ConfidenceEvent, Counts, Edge, StoredFact
 
 
 class ReadPart(StorePart):
@@ -49,6 +49,12 @@ class ReadPart(StorePart):
             "SELECT e.src, e.relation FROM edges e JOIN facts f ON f.id = e.src "
             f"WHERE e.dst = ? AND {rules.live(rules.SQLITE, 'f')} ORDER BY e.id "
             "LIMIT ?", (key, now, limit))]
+
+    def confidence_history(self, key: int, limit: int) -> list[ConfidenceEvent]:
+        return [ConfidenceEvent(float(at), float(c), str(cause)) for at, c, cause in
+                self.reader().execute(
+                    "SELECT at, confidence, cause FROM confidence_events WHERE fact = ? "
+                    "ORDER BY id DESC LIMIT ?", (key, limit))]
 
     def targets(self, key: int) -> list[int]:
         return [int(d) for (d,) in self.reader().execute("SELECT dst FROM edges WHERE src = ?",

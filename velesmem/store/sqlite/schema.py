@@ -173,6 +173,22 @@ def _v7_auth_tokens(conn: sqlite3.Connection) -> None:
     """)
 
 
+def _v8_confidence_events(conn: sqlite3.Connection) -> None:
+    # Each change of a user fact's confidence (feedback, a consolidation's decay and its undo),
+    # written in the transaction of the change; the newest few per fact are kept, and forget
+    # deletes them with the fact.
+    _run(conn, """
+        CREATE TABLE confidence_events (
+            id          INTEGER PRIMARY KEY AUTOINCREMENT,  -- recording order
+            fact        INTEGER NOT NULL,
+            at          REAL NOT NULL,
+            confidence  REAL NOT NULL,                      -- the value it moved to
+            cause       TEXT NOT NULL                       -- helpful, not_helpful, decay, ...
+        );
+        CREATE INDEX confidence_events_fact ON confidence_events(fact, id)
+    """)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial: facts, edges, meta, FTS5 over user facts", _v1_initial),
     Migration(2, "vectors moved to their own table", _v2_vectors_apart),
@@ -184,6 +200,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "migration_journal: writes made while an embedding migration runs",
               _v6_migration_journal),
     Migration(7, "auth_tokens: hashed bearer tokens, one live token per name", _v7_auth_tokens),
+    Migration(8, "confidence_events: each fact's recent confidence changes and their cause",
+              _v8_confidence_events),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

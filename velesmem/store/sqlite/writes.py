@@ -20,6 +20,8 @@ from velesmem.errors import InvalidInput, NotFound
 from velesmem.ids import edge_id, to_i64, to_u64
 from velesmem.store.rows import scalar
 from velesmem.store.types import (
+    CAUSE_HELPFUL,
+    CAUSE_NOT_HELPFUL,
     ENTITY_HUB_KIND,
     HUB_NAME_KEY,
     HUB_SOURCE_KEY,
@@ -166,9 +168,12 @@ def write_graph(store: SqliteStore, graph: GraphWrite, job_id: str | None,
                 insert_edge(conn, src, dst, relation, graph.now)
         conn.executemany("DELETE FROM edges WHERE src = ? AND dst = ? AND relation = ?",
                          graph.unlink)
-        conn.executemany(
-            f"UPDATE facts SET confidence = {rules.clamped_confidence(rules.SQLITE)} "
-            "WHERE id = ? AND kind IS NULL", [(d, k) for k, d in graph.confidence_deltas])
+        for k, d in graph.confidence_deltas:
+            row = conn.execute(
+                f"UPDATE facts SET confidence = {rules.clamped_confidence(rules.SQLITE)} "
+                "WHERE id = ? AND kind IS NULL RETURNING confidence", (d, k)).fetchone()
+            if row is not None:
+                record_confidence(conn, k, float(row[0]), graph.confidence_cause, graph.now)
         if job_id is not None:
             _set_job(conn, job_id, graph.now, state="committed", result=result)
 
@@ -249,6 +254,7 @@ def delete_facts(store: SqliteStore, conn: sqlite3.Connection, keys: list[int]) 
                 (key, key, key, ENTITY_HUB_KIND)):
             hubs.add(int(other))
         conn.execute("DELETE FROM edges WHERE src = ? OR dst = ?", (key, key))
+        conn.execute("DELETE FROM confidence_events WHERE fact = ?", (key,))
         if kind is None:
             conn.execute("INSERT INTO facts_fts (facts_fts, rowid, content) VALUES "
                          "('delete', ?, ?)", (key, content))
@@ -313,8 +319,20 @@ def purge_expired(store: SqliteStore, now: float) -> Job:
     return job
 
 
+def record_confidence(conn: sqlite3.Connection, key: int, confidence: float, cause: str,
+                      now: float) -> None:
+    """Add a change to fact ``key``'s confidence history, in the caller's transaction, and drop
+    what lies beyond the newest ``MAX_CONFIDENCE_EVENTS`` of that fact."""
+    conn.execute("INSERT INTO confidence_events (fact, at, confidence, cause) "
+                 "VALUES (?, ?, ?, ?)", (key, now, confidence, cause))
+    conn.execute("DELETE FROM confidence_events WHERE fact = ? AND id <= (SELECT id FROM "
+                 "confidence_events WHERE fact = ? ORDER BY id DESC LIMIT 1 OFFSET ?)",
+                 (key, key, limits.MAX_CONFIDENCE_EVENTS))
+
+
 def feedback(store: SqliteStore, key: int, success: bool, now: float) -> Job:
-    """One atomic UPDATE: confidence ± step clamped to [0, 1], success/failure counted."""
+    """One atomic UPDATE: confidence ± step clamped to [0, 1], success/failure counted, and
+    the change recorded in the fact's confidence history."""
     step = rules.feedback_step(success)
 
     def job(conn: sqlite3.Connection) -> Outcome[float]:
@@ -325,6 +343,8 @@ def feedback(store: SqliteStore, key: int, success: bool, now: float) -> Job:
             (step, int(success), int(not success), key, now)).fetchone()
         if row is None:
             raise NotFound(f"id {to_u64(key)} is not a stored memory")
+        record_confidence(conn, key, float(row[0]),
+                          CAUSE_HELPFUL if success else CAUSE_NOT_HELPFUL, now)
         return Outcome(float(row[0]))
 
     return job

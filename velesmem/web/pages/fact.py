@@ -1,5 +1,5 @@
 """A fact's page (``/fact/{id}``): its text, metadata, author, learned confidence (successes and
-failures so far), links in and out, duplicate group and supersede chain; and the actions —
+failures so far, and its recent changes with their cause), links in and out, duplicate group and supersede chain; and the actions —
 forget, relate / unrelate, feedback, mark as superseded by another fact — each a POST through
 the same service call the MCP tool makes (``submit_forget``, ``submit_relate``, …), answered
 with a redirect (303)."""
@@ -14,12 +14,21 @@ from starlette.responses import RedirectResponse, Response
 from velesmem.errors import InvalidInput
 from velesmem.ids import parse_id
 from velesmem.memory.supersede import SUPERSEDES
+from velesmem.store.types import (
+    CAUSE_DECAY,
+    CAUSE_DECAY_UNDONE,
+    CAUSE_HELPFUL,
+    CAUSE_NOT_HELPFUL,
+)
 from velesmem.web.context import WebContext
 from velesmem.web.registry import Page, get, post
 
 DONE = {"related": "The link was added.", "unrelated": "The link was removed.",
         "feedback": "Thanks: the confidence was updated.",
         "superseded": "Marked as superseded.", "unchanged": "No such link: nothing changed."}
+CAUSES = {CAUSE_HELPFUL: "feedback: helpful", CAUSE_NOT_HELPFUL: "feedback: not helpful",
+          CAUSE_DECAY: "lowered by a consolidation run",
+          CAUSE_DECAY_UNDONE: "a consolidation run undone"}
 
 
 def _id(request: Request) -> int:
@@ -42,7 +51,7 @@ async def show(web: WebContext, request: Request) -> Response:
     detail = await web.read(web.runtime.memory.fact, _id(request))
     done = request.query_params.get("done", "")
     return web.render(request, "fact.html", title="Memory", fact=detail,
-                      done=DONE.get(done, ""))
+                      done=DONE.get(done, ""), causes=CAUSES)
 
 
 async def forget(web: WebContext, request: Request, form: dict[str, str]) -> Response:

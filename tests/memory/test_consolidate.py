@@ -317,6 +317,31 @@ def test_decay_undo_keeps_feedback_given_since(mem: MemoryService, clock: Clock)
     assert _confidence(mem, stale) == pytest.approx(0.6)
 
 
+def _history(mem: MemoryService, key: int) -> list[tuple[float, float, str]]:
+    return [(e.at, round(e.confidence, 6), e.cause)
+            for e in mem.store.confidence_history(to_i64(key), 10)]
+
+
+def test_decay_and_its_undo_are_recorded_in_the_confidence_history(
+        mem: MemoryService, clock: Clock) -> None:
+    stale = mem.remember("The legacy importer runs on the old cron host").id
+    clock.advance(200 * DAY)
+    service = _service(mem, clock)
+    service.preview(decay_after_days=180)
+    assert _history(mem, stale) == []  # a preview records nothing
+    applied_at = clock()
+    run = service.apply(decay_after_days=180).run
+    assert run is not None
+    clock.advance(60)
+    mem.feedback(stale, True)  # 0.4 → 0.5
+    clock.advance(60)
+    service.undo(run)
+    service.undo(run)  # a second undo changes nothing, so records nothing
+    assert _history(mem, stale) == [(applied_at + 120, 0.6, "decay_undone"),
+                                     (applied_at + 60, 0.5, "helpful"),
+                                     (applied_at, 0.4, "decay")]
+
+
 def test_decay_setting_defaults_to_180_days() -> None:
     from velesmem.config import Settings
     assert Settings.from_env({}, record={}).decay_after_days == 180.0

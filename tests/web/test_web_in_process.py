@@ -23,7 +23,9 @@ from velesmem.daemon.auth import AuthPolicy
 from velesmem.daemon.tokens import new_token, token_digest
 from velesmem.mcp.app import AppContext
 from velesmem.mcp.server import build_server
+from velesmem.ids import to_i64
 from velesmem.runtime import Runtime
+from velesmem.store import GraphWrite
 from velesmem.web.security import CSP
 
 pytestmark = pytest.mark.anyio
@@ -209,6 +211,26 @@ async def test_relate_unrelate_feedback_and_supersede_go_through_the_service(das
     assert memory.fact(a).confidence > before
     await dash.post(f"/fact/{a}/supersede", {"by": str(b)})
     assert memory.fact(a).superseded_by == b
+
+
+async def test_the_fact_page_lists_the_confidence_history_newest_first_escaped(
+        dash: Dash) -> None:
+    fid = remember(dash, "the heron nests by the mill")
+    assert "No change yet." in (await dash.http.get(BASE + f"/fact/{fid}")).text
+    await dash.post(f"/fact/{fid}/feedback", {"success": "true"}, page=f"/fact/{fid}")
+    await dash.post(f"/fact/{fid}/feedback", {"success": "false"}, page=f"/fact/{fid}")
+    # a cause the page does not name is shown as stored, escaped like any text
+    dash.runtime.store.write_graph(GraphWrite(
+        now=time.time(), confidence_deltas=((to_i64(fid), -0.05),),
+        confidence_cause=HOSTILE)).result()
+    page = (await dash.http.get(BASE + f"/fact/{fid}")).text
+    history = re.search(r'<ol class="confidence-history">(.*?)</ol>', page, re.S)
+    assert history, "no confidence history on the page"
+    items = re.findall(r"<li>(.*?)</li>", history.group(1), re.S)
+    assert len(items) == 3
+    assert "0.55 (feedback: not helpful)" in items[1] and "0.60 (feedback: helpful)" in items[2]
+    assert "0.50" in items[0] and "&lt;script&gt;alert(1)&lt;/script&gt;" in items[0]
+    assert "<script>alert" not in page and "<img src=x" not in page
 
 
 async def test_bad_input_to_an_action_is_a_400_page_and_changes_nothing(dash: Dash) -> None:

@@ -7,7 +7,8 @@ backend implements every member with the declared signature, and every call site
 passes only arguments a role declares.
 
     LifecycleStore    open/close, warming, where the store is (the Runtime)
-    FactStore         user facts, edges, feedback (+ confidence history), graph writes; reads
+    FactStore         user facts, edges, feedback and confidence history, graph writes;
+                      reads by key and by page
     SourceStore       internal facts: entity hubs, compiler sources, events, working contexts
     SearchStore       metadata predicates, BM25 text search, vector search, scores, confidences
     EmbeddingStore    the serving embedding space and its backlog of facts without a vector

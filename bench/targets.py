@@ -9,7 +9,8 @@ Each benchmark's own output goes to ``bench/results/<name>.log`` and its figures
 ``bench/results/<name>.json``; this prints one table from those. Takes about 15 minutes on 2 cores.
 
 Run: python3 bench/targets.py [--only remember_cpu http_load engine http_health http_scale
-     rss_100k write_scale cold_start locomo attach shutdown dashboard]
+     rss_100k write_scale cold_start locomo attach shutdown dashboard
+     import_sources duplicates consolidate]
 """
 
 from __future__ import annotations
@@ -54,6 +55,9 @@ RUNS = (
     Run("attach", ("--runs", "10")),
     Run("shutdown", ("--runs", "7")),
     Run("dashboard"),
+    Run("import_sources"),
+    Run("duplicates", ("--embedder", "hash", "--embedder", "local")),
+    Run("consolidate"),
 )
 
 
@@ -196,6 +200,33 @@ def _dashboard_rate(dash: dict[str, Any]) -> tuple[str, bool, str]:
             rate["ratio"] >= 0.9, f"viewer p95 {rate['viewer_p95_ms']} ms")
 
 
+def _import_rate(imp: dict[str, Any]) -> tuple[str, bool, str]:
+    rates = {name: row["items_per_s"] for name, row in imp["sources"].items()}
+    slowest = min(rates, key=rates.__getitem__)
+    return (f"{rates[slowest]:.0f} items/s (slowest: {slowest})", rates[slowest] >= 200,
+            ", ".join(f"{name} {rate:.0f}" for name, rate in rates.items())
+            + f"; the embedder alone {max(imp['embedder_alone_per_s']):.0f}/s")
+
+
+def _duplicates(dup: dict[str, Any]) -> tuple[str, bool, str]:
+    held = dup["modes"]["local"]["held_out"]
+    hashed = dup["modes"]["hash"]["held_out"]
+    return (f"precision {held['precision']:.3f}, recall {held['recall']:.3f} "
+            f"({held['pairs']} held-out pairs, local)",
+            held["precision"] >= 0.98 and held["recall"] >= 0.80,
+            f"hash {hashed['precision']:.3f} / {hashed['recall']:.3f}")
+
+
+def _consolidate(con: dict[str, Any]) -> tuple[str, bool, str]:
+    row = con["row"]
+    every = row["retrievable_by_id"] == row["facts"] == row["in_export"]
+    return (f"{row['distinct_top10_collapsed']:.2f} distinct per top 10, apply "
+            f"{row['consolidate_apply_s']} s, {row['retrievable_by_id']:,} of {row['facts']:,} "
+            "texts by id",
+            row["distinct_top10_collapsed"] >= 9.5 and row["consolidate_apply_s"] <= 60 and every,
+            f"without collapsing {row['distinct_top10_without_collapsing']:.2f}")
+
+
 TARGETS = (
     Target("daemon CPU per remember over HTTPS <= 1.5x a bare MCP server (FastMCP and SDK), 1 client",
            "remember_cpu", _remember_cpu),
@@ -227,6 +258,12 @@ TARGETS = (
     Target("dashboard page load p95 <= 300 ms at 100k facts", "dashboard", _dashboard_p95),
     Target("/mcp remember rate with the dashboard refreshing >= 0.9x without", "dashboard",
            _dashboard_rate),
+    Target("import from each other memory server >= 200 items/s, 10k items, local model",
+           "import_sources", _import_rate),
+    Target("near-duplicates: precision >= 0.98, recall >= 0.80 on the held-out labelled pairs",
+           "duplicates", _duplicates),
+    Target("10k facts, 20 % near-duplicates: >= 9.5 distinct per top 10; consolidate --apply "
+           "<= 60 s; every text by id", "consolidate", _consolidate),
 )
 
 

@@ -19,15 +19,14 @@ import naming the file and line.
 
 from __future__ import annotations
 
-import datetime as _dt
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 
+from velesmem.importers.frontmatter import frontmatter as read_frontmatter
 from velesmem.importers.records import CorruptInput, Entity, Fact, Link, Record
 
 ABOUT = "about"
@@ -42,7 +41,6 @@ WIKI = re.compile(r"\[\[([^\[\]]+?)\]\]")
 LINKS_TO_DIRECTIVE = re.compile(r"\s+#bm:links_to\s*$")
 # a fact's own metadata keys; frontmatter keys of these names are kept as note_<key>
 OWN_KEYS = frozenset({"note", "file", "section", "kind", "category", "tags", "context"})
-LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass
@@ -53,40 +51,6 @@ class _Note:
     mtime: float
     facts: list[Fact] = field(default_factory=list)
     relations: list[tuple[str, str, str]] = field(default_factory=list)  # (type, target, where)
-
-
-def _jsonable(value: object) -> Any:
-    """YAML's dates and times as ISO strings, so frontmatter travels as JSON metadata."""
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, _dt.date | _dt.time):
-        return value.isoformat()
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return value
-
-
-def _frontmatter(lines: list[str], rel: str) -> tuple[dict[str, Any], int]:
-    """The frontmatter mapping and the index of the body's first line."""
-    if not lines or lines[0].strip() != "---":
-        return {}, 0
-    end = next((i for i in range(1, len(lines)) if lines[i].strip() in ("---", "...")), None)
-    if end is None:
-        raise CorruptInput(f"{rel}:1", "frontmatter is opened by '---' and never closed")
-    try:
-        loaded = yaml.load("\n".join(lines[1:end]), Loader=LOADER)  # a safe loader
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 2 if mark is not None else 1
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise CorruptInput(f"{rel}:{line}", f"frontmatter is not YAML ({problem})") from None
-    if loaded is None:
-        return {}, end + 1
-    if not isinstance(loaded, dict):
-        raise CorruptInput(f"{rel}:2", "frontmatter is not a mapping of keys to values")
-    return _jsonable(loaded), end + 1
 
 
 def _observation(content: str) -> dict[str, Any] | None:
@@ -222,7 +186,7 @@ def _read_note(root: Path, file: Path) -> _Note:
         line = data[:exc.start].count(b"\n") + 1
         raise CorruptInput(f"{rel}:{line}", f"not UTF-8 text (byte {exc.start})") from None
     lines = text.removeprefix("\ufeff").splitlines()
-    frontmatter, first = _frontmatter(lines, rel)
+    frontmatter, first = read_frontmatter(lines, rel)
     title = frontmatter.get("title")
     if not isinstance(title, str) or not title.strip():
         title = file.stem

@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from velesmem import limits
+from velesmem.importers.frontmatter import frontmatter as read_frontmatter
 from velesmem.importers.records import CorruptInput, Fact, Link, Record, Skipped
 
 INSTRUCTION_NAMES = frozenset({"CLAUDE.md", "CLAUDE.local.md"})
@@ -48,7 +48,6 @@ IMPORT_LINE = re.compile(r"^@\S+$")
 POINTER = re.compile(r"^\[([^\]]+)\]\(([^)\s]+\.md)\)\s*(?:[—–:-]+\s*(.*))?$")
 WIKI = re.compile(r"\[\[([^\[\]|#]+)(?:[|#][^\[\]]*)?\]\]")
 COMMENT_OPEN, COMMENT_CLOSE = "<!--", "-->"
-LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass
@@ -79,38 +78,6 @@ def _decoded(file: Path, rel: str) -> tuple[list[str], float]:
         line = data[:exc.start].count(b"\n") + 1
         raise CorruptInput(f"{rel}:{line}", f"not UTF-8 text (byte {exc.start})") from None
     return text.removeprefix("\ufeff").splitlines(), mtime
-
-
-def _jsonable(value: object) -> Any:
-    """YAML's dates and times as ISO strings, so frontmatter travels as JSON metadata."""
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, _dt.date | _dt.time):
-        return value.isoformat()
-    return value
-
-
-def frontmatter(lines: list[str], rel: str) -> tuple[dict[str, Any], int]:
-    """The frontmatter mapping of a note and the index of its body's first line."""
-    if not lines or lines[0].strip() != "---":
-        return {}, 0
-    end = next((i for i in range(1, len(lines)) if lines[i].strip() in ("---", "...")), None)
-    if end is None:
-        raise CorruptInput(f"{rel}:1", "frontmatter is opened by '---' and never closed")
-    try:
-        loaded = yaml.load("\n".join(lines[1:end]), Loader=LOADER)  # a safe loader
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 2 if mark is not None else 1
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise CorruptInput(f"{rel}:{line}", f"frontmatter is not YAML ({problem})") from None
-    if loaded is None:
-        return {}, end + 1
-    if not isinstance(loaded, dict):
-        raise CorruptInput(f"{rel}:2", "frontmatter is not a mapping of keys to values")
-    return _jsonable(loaded), end + 1
 
 
 def blocks(lines: list[str], first: int = 0) -> _Body:
@@ -243,7 +210,7 @@ def _notes(folder: Path, files: list[Path], root: Path) -> Iterator[Record]:
     if index in files:
         rel = _rel(index, root)
         lines, mtime = _decoded(index, rel)
-        fm, first = frontmatter(lines, rel)
+        fm, first = read_frontmatter(lines, rel)
         for b in blocks(lines, first).blocks:
             pointer = POINTER.match(b.text) if b.kind == "item" else None
             if pointer and (folder / pointer.group(2)).is_file():
@@ -265,7 +232,7 @@ def _notes(folder: Path, files: list[Path], root: Path) -> Iterator[Record]:
             continue
         rel = _rel(file, root)
         lines, mtime = _decoded(file, rel)
-        fm, first = frontmatter(lines, rel)
+        fm, first = read_frontmatter(lines, rel)
         given = fm.get("metadata")
         nested: dict[str, Any] = given if isinstance(given, dict) else {}
         named = fm.get("name")

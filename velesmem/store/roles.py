@@ -114,6 +114,12 @@ class FactStore(Protocol):
     def in_edges(self, key: int, now: float, limit: int) -> list[tuple[int, str]]:
         """Up to ``limit`` (src, relation) of edges arriving at ``key`` from live facts."""
 
+    def related_keys(self, keys: Sequence[int], relations: Sequence[str]) -> set[int]:
+        """The keys among ``keys`` that an edge of one of ``relations`` leaves or arrives at,
+        read in one query (liveness of the other end unchecked: a superset of what
+        ``out_edges``/``in_edges`` would show). A key not in the answer has no such edge, so
+        its per-key walks can be skipped."""
+
     def targets(self, key: int) -> list[int]:
         """The dst of every edge leaving ``key``."""
 

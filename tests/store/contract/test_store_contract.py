@@ -61,6 +61,34 @@ def test_links_need_live_targets_and_a_refused_write_changes_nothing(store: Stor
     assert store.in_edges(key("target"), NOW, 10) == [(key("source"), "cites")]
 
 
+def test_related_keys_names_the_keys_an_edge_of_the_relations_touches_either_way(
+        store: Store) -> None:
+    texts = ("newer version", "older version", "copy", "original", "archived", "summary",
+             "cited", "alone")
+    for t in texts:
+        store.remember(write(t)).result()
+    store.relate(key("newer version"), key("older version"), "supersedes", NOW).result()
+    store.relate(key("copy"), key("original"), "duplicate_of", NOW).result()
+    store.relate(key("archived"), key("summary"), "consolidated_into", NOW).result()
+    store.relate(key("alone"), key("cited"), "cites", NOW).result()
+    every = [key(t) for t in texts]
+    assert store.related_keys(every, ["supersedes", "duplicate_of"]) == {
+        key("newer version"), key("older version"), key("copy"), key("original")}
+    assert store.related_keys([*every, to_i64(999)], ["consolidated_into"]) == {
+        key("archived"), key("summary")}
+    assert store.related_keys([key("alone"), key("cited")], ["supersedes"]) == set()
+    assert store.related_keys([], ["supersedes"]) == set()
+    assert store.related_keys(every, []) == set()
+
+
+def test_related_keys_answers_for_more_keys_than_one_statement_binds(store: Store) -> None:
+    store.remember(write("first end")).result()
+    store.remember(write("last end")).result()
+    store.relate(key("first end"), key("last end"), "supersedes", NOW).result()
+    many = [key("first end"), *range(1, 10_000), key("last end")]
+    assert store.related_keys(many, ["supersedes"]) == {key("first end"), key("last end")}
+
+
 def test_relate_is_idempotent_and_checks_both_ends(store: Store) -> None:
     for t in ("from end", "to end"):
         store.remember(write(t)).result()

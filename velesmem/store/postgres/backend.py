@@ -748,6 +748,18 @@ class PostgresStore:
                 "LIMIT %s", (key, now, limit)).fetchall()
         return [(int(s), r) for s, r in rows]
 
+    def related_keys(self, keys: Sequence[int], relations: Sequence[str]) -> set[int]:
+        rels = list(dict.fromkeys(relations))
+        if not keys or not rels:
+            return set()
+        ids = Keys(keys)
+        with self._conn() as conn:
+            rows = conn.execute(
+                "SELECT src FROM edges WHERE src = ANY(%b) AND relation = ANY(%s) "
+                "UNION SELECT dst FROM edges WHERE dst = ANY(%b) AND relation = ANY(%s)",
+                (ids, rels, ids, rels)).fetchall()
+        return {int(k) for (k,) in rows}
+
     def targets(self, key: int) -> list[int]:
         with self._conn() as conn:
             return [int(d) for (d,) in conn.execute("SELECT dst FROM edges WHERE src = %s",

@@ -19,6 +19,7 @@ from velesmem.store.sqlite.part import (
     FACT_COLUMNS,
     I64_MIN,
     LIVE,
+    MAX_BOUND_IDS,
     StorePart,
     fact_from_row,
     in_query,
@@ -49,6 +50,24 @@ class ReadPart(StorePart):
             "SELECT e.src, e.relation FROM edges e JOIN facts f ON f.id = e.src "
             f"WHERE e.dst = ? AND {rules.live(rules.SQLITE, 'f')} ORDER BY e.id "
             "LIMIT ?", (key, now, limit))]
+
+    def related_keys(self, keys: Sequence[int], relations: Sequence[str]) -> set[int]:
+        wanted = list(dict.fromkeys(int(k) for k in keys))
+        rels = list(dict.fromkeys(relations))
+        if not wanted or not rels:
+            return set()
+        named = ",".join("?" * len(rels))
+        step = max((MAX_BOUND_IDS - 2 * len(rels)) // 2, 1)  # each chunk is bound twice
+        conn = self.reader()
+        found: set[int] = set()
+        for start in range(0, len(wanted), step):
+            chunk = wanted[start:start + step]
+            ids = ",".join("?" * len(chunk))
+            found.update(int(k) for (k,) in conn.execute(
+                f"SELECT src FROM edges WHERE src IN ({ids}) AND relation IN ({named}) "
+                f"UNION SELECT dst FROM edges WHERE dst IN ({ids}) AND relation IN ({named})",
+                (*chunk, *rels, *chunk, *rels)))
+        return found
 
     def confidence_history(self, key: int, limit: int) -> list[ConfidenceEvent]:
         return [ConfidenceEvent(float(at), float(c), str(cause)) for at, c, cause in

@@ -11,7 +11,7 @@ per group and name the others in ``duplicates``.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -346,10 +346,11 @@ def group(facts: FactStore, key: int, now: float) -> set[int]:
     return members
 
 
-def collapse(facts: FactStore, ranked: Sequence[int], now: float,
-             k: int) -> list[tuple[int, list[int]]]:
+def collapse(facts: FactStore, ranked: Sequence[int], now: float, k: int, *,
+             unlinked: Container[int] = frozenset()) -> list[tuple[int, list[int]]]:
     """The first ``k`` representatives of ``ranked`` (int64 keys, best first), one per duplicate
-    group, each with the other members of its group (int64 keys)."""
+    group, each with the other members of its group (int64 keys). Keys in ``unlinked`` (known
+    to touch no ``duplicate_of`` edge) are groups of one: no edge is read for them."""
     out: list[tuple[int, list[int]]] = []
     taken: set[int] = set()
     for key in ranked:
@@ -357,7 +358,7 @@ def collapse(facts: FactStore, ranked: Sequence[int], now: float,
             break
         if key in taken:
             continue
-        members = group(facts, key, now)
+        members = {key} if key in unlinked else group(facts, key, now)
         taken |= members
         out.append((key, sorted(m for m in members if m != key)))
     return out

@@ -35,6 +35,7 @@ from velesmem.memory import explain as mexplain
 from velesmem.memory import filters as mfilters
 from velesmem.memory.entities import EntityResult, lookup_entity
 from velesmem.memory.graph import Walk, walk
+from velesmem.memory.marks import Marks
 from velesmem.memory.ranking import Ranked, Ranker
 from velesmem.memory.supersede import SUPERSEDES, find_superseded, head, order_versions
 from velesmem.memory.results import (
@@ -369,7 +370,8 @@ class MemoryService:
             cosine[r.id] = r.cosine
         hybrid = dict(fused)
         graph: dict[int, float] = {}
-        seed = self._first_unarchived([r.id for r in ranked], now)
+        marks = self._marks()
+        seed = self._first_unarchived([r.id for r in ranked], now, marks)
         if seed is not None:
             reach = walk(self.store, seed, hops, now)
             weights = self._reach_weights(reach, predicate, now)
@@ -377,9 +379,9 @@ class MemoryService:
                 graph[node] = boost * weight
                 fused[node] = fused.get(node, 0.0) + boost * weight
         order = self._unarchived(sorted(fused, key=lambda i: (-fused[i], to_u64(i))), now,
-                                 self._depth(k))
+                                 self._depth(k), marks)
         memories = self._memories([Ranked(i, fused[i], cosine.get(i, 0.0)) for i in order], now,
-                                  k=self._depth(k), predicate=predicate)[:k]
+                                  k=self._depth(k), predicate=predicate, marks=marks)[:k]
         shown = {to_i64(m.id) for m in memories}
         base = {to_u64(i): hybrid.get(i, 0.0) for i in shown}
         walked = {to_u64(i): graph.get(i, 0.0) for i in shown}
@@ -420,22 +422,25 @@ class MemoryService:
         warnings = self._vector_warnings()
         # the seed is the best fact a consolidation run did not archive (archived facts stay
         # in the subgraph, never first): ranked deeper while archived ones come first
-        depth, found_seed = 1, None
+        depth, found_seed, marks = 1, None, self._marks()
         while found_seed is None:
             ranked = self._rank(q, depth, predicate, now, warnings)
-            found_seed = self._first_unarchived([r.id for r in ranked], now)
+            found_seed = self._first_unarchived([r.id for r in ranked], now, marks)
             if len(ranked) < depth or depth >= limits.MAX_RECALL_LIMIT:
                 break
             depth = min(depth * 4, limits.MAX_RECALL_LIMIT)
         if found_seed is None:
             return WhyResult([], [], False, warnings)
         # the chain is walked from its newest version (which supersedes the older ones)
-        newest = head(self.store, found_seed, now, self._admits(predicate))[0]
+        newest = found_seed if found_seed in marks.unlinked else head(
+            self.store, found_seed, now, self._admits(predicate))[0]
         reach = walk(self.store, newest, hops, now)
         found = self.store.facts(list(reach.nodes), now)
         order = sorted(reach.nodes, key=lambda i: reach.nodes[i])  # the seed, then by hop
         if self.settings.dedup:
-            groups = dict(mdup.collapse(self.store, order, now, len(order)))
+            marks.learn(order)
+            groups = dict(mdup.collapse(self.store, order, now, len(order),
+                                        unlinked=marks.unlinked))
         else:
             groups = {i: [] for i in order}
         rep = {i: i for i in order}
@@ -480,27 +485,34 @@ class MemoryService:
         return admits
 
     def _memories(self, ranked: list[Ranked], now: float, *, k: int, predicate: All,
-                  history: bool = False) -> list[Memory]:
+                  history: bool = False, marks: Marks | None = None) -> list[Memory]:
         """The first ``k`` results, each chain's newest version before its older ones (a
         version the query did not find itself carries score 0: nothing was compared); only
-        versions matching ``predicate`` are added."""
+        versions matching ``predicate`` are added. The ranked keys touching no version,
+        duplicate or archive edge (asked in one query, or known to ``marks``) read no edge."""
         if not ranked:
             return []
+        marks = self._marks() if marks is None else marks
+        marks.learn(r.id for r in ranked)
         cosine = {r.id: float(r.cosine) for r in ranked}
         versions = order_versions(self.store, [r.id for r in ranked], now, history=history,
-                                  admit=self._admits(predicate))
+                                  admit=self._admits(predicate), unlinked=marks.unlinked)
         versions = versions if history else versions[:k]
         rows = self.store.facts([v.key for v in versions], now)  # at most 1,000 (the k/pool caps)
         out = []
         for v in versions:
             fact = rows.get(v.key)
-            if fact is not None and (history or not self._archived(v.key, now)):
+            if fact is not None and (history or not self._archived(v.key, now, marks)):
                 later = None if v.superseded_by is None else to_u64(v.superseded_by)
                 out.append(Memory(to_u64(v.key), cosine.get(v.key, 0.0), fact.content,
                                   validate.visible_metadata(fact.metadata), later))
         if self.settings.dedup and not history:
-            out = self._collapse(out, now)
+            out = self._collapse(out, now, marks)
         return out
+
+    def _marks(self) -> Marks:
+        """A fresh record of which keys touch a version, duplicate or archive edge."""
+        return Marks(self.store, (SUPERSEDES, mdup.RELATION, ARCHIVED_RELATION))
 
     def _depth(self, k: int) -> int:
         """How many to fuse for k results: more when duplicate groups collapse (so k results
@@ -509,9 +521,10 @@ class MemoryService:
             return k
         return min(k * 2 + limits.DEDUP_EXTRA_DEPTH, limits.MAX_RECALL_LIMIT)
 
-    def _collapse(self, memories: list[Memory], now: float) -> list[Memory]:
+    def _collapse(self, memories: list[Memory], now: float, marks: Marks) -> list[Memory]:
         """One memory per duplicate group (the first), the others' ids in ``duplicates``."""
-        kept = mdup.collapse(self.store, [to_i64(m.id) for m in memories], now, len(memories))
+        kept = mdup.collapse(self.store, [to_i64(m.id) for m in memories], now, len(memories),
+                             unlinked=marks.unlinked)
         others = dict(kept)
         out = []
         for m in memories:
@@ -525,32 +538,37 @@ class MemoryService:
         """The k best visible facts: ranked deeper (doubling, up to the recall cap) while
         archived facts took places among the first k. With ``history``, each found fact's
         whole version chain (archived versions included) follows its newest."""
-        depth = k
+        depth, marks = k, self._marks()
         while True:
             ranked = self._rank(query, depth, predicate, now, warnings)
             memories = self._memories(ranked, now, k=depth, predicate=predicate,
-                                      history=history)
+                                      history=history, marks=marks)
             if len(memories) >= k or len(ranked) < depth or depth >= limits.MAX_RECALL_LIMIT:
                 return memories if history else memories[:k]
             depth = min(depth * 2, limits.MAX_RECALL_LIMIT)
 
-    def _first_unarchived(self, keys: list[int], now: float) -> int | None:
+    def _first_unarchived(self, keys: list[int], now: float, marks: Marks) -> int | None:
         """The first of ``keys`` no consolidation run archived, or None."""
-        return next((key for key in keys if not self._archived(key, now)), None)
+        marks.learn(keys)
+        return next((key for key in keys if not self._archived(key, now, marks)), None)
 
-    def _unarchived(self, keys: list[int], now: float, n: int) -> list[int]:
+    def _unarchived(self, keys: list[int], now: float, n: int, marks: Marks) -> list[int]:
         """The first ``n`` of ``keys`` no consolidation run archived (checked in order)."""
+        marks.learn(keys)
         out: list[int] = []
         for key in keys:
             if len(out) >= n:
                 break
-            if not self._archived(key, now):
+            if not self._archived(key, now, marks):
                 out.append(key)
         return out
 
-    def _archived(self, key: int, now: float) -> bool:
+    def _archived(self, key: int, now: float, marks: Marks | None = None) -> bool:
         """Whether a consolidation run archived ``key`` (an edge ``consolidated_into`` leaves
-        it): archived facts leave recall but stay in export, list_memories, why and by id."""
+        it): archived facts leave recall but stay in export, list_memories, why and by id.
+        A key ``marks`` knows to touch no such edge reads none."""
+        if marks is not None and key in marks.unlinked:
+            return False
         return any(rel == ARCHIVED_RELATION
                    for _, rel in self.store.out_edges(key, now, limits.MAX_ARCHIVE_EDGE_SCAN))
 
@@ -579,9 +597,13 @@ class MemoryService:
         now = self.now()
         more = len(rows) > limit
         page = rows[:limit]
+        marks = Marks(self.store, (ARCHIVED_RELATION,))
+        if not archived:  # one query tells which of the page's facts may be archived
+            marks.learn(f.key for f in page if f.kind is None)
         memories = [ListedMemory(to_u64(f.key), f.content,
                                  f.metadata if internal else validate.visible_metadata(f.metadata))
-                    for f in page if archived or f.kind is not None or not self._archived(f.key, now)]
+                    for f in page if archived or f.kind is not None
+                    or not self._archived(f.key, now, marks)]
         next_cursor = str(to_u64(page[-1].key)) if more and page else None
         return ListResult(memories, next_cursor)
 

@@ -19,7 +19,7 @@ ever dropped from the store: older versions stay retrievable by id, in ``export`
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol
@@ -262,13 +262,20 @@ class Version:
 
 
 def order_versions(store: VersionStore, hits: list[int], now: float, *, history: bool = False,
-                   admit: Callable[[int], bool] = _everything) -> list[Version]:
+                   admit: Callable[[int], bool] = _everything,
+                   unlinked: Container[int] = frozenset()) -> list[Version]:
     """``hits`` (best first) with each chain's newest version placed before its older ones;
     each key once. With ``history``, every version of each hit's chain follows its newest.
-    Only versions ``admit`` lets through (the recall's filter) are pulled in or named."""
+    Only versions ``admit`` lets through (the recall's filter) are pulled in or named. Hits in
+    ``unlinked`` (known to touch no ``supersedes`` edge) are their own chain: no edge is read."""
     out: list[Version] = []
     seen: set[int] = set()
     for hit in hits:
+        if hit in unlinked:
+            if hit not in seen:
+                seen.add(hit)
+                out.append(Version(hit, hit, None))
+            continue
         path = head(store, hit, now, admit)
         chain = [path[0], *older(store, path[0], now, admit)] if history else [path[0], hit]
         for key in chain:

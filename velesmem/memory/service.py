@@ -529,8 +529,9 @@ class MemoryService:
         out = []
         for m in memories:
             key = to_i64(m.id)
-            if key in others:
-                out.append(replace(m, duplicates=tuple(sorted(to_u64(d) for d in others[key]))))
+            if key in others:  # a group of one keeps its memory as it is
+                out.append(replace(m, duplicates=tuple(sorted(to_u64(d) for d in others[key])))
+                           if others[key] else m)
         return out
 
     def _top(self, query: str, k: int, predicate: All, now: float, warnings: list[str],

@@ -13,7 +13,10 @@ The embedder is always ``hash`` (a new store would otherwise get ``local`` when 
 extra is installed). ``--autograph`` says what builds the entity graph from each remember:
 ``identifiers`` (the default a user gets) or ``off``; the line under the table names it. The
 graph is built in the background after each acknowledgement: recall is timed once it has caught
-up, and "graph caught up s" says how long after the last remember that took.
+up, and "graph caught up s" says how long after the last remember that took (the autograph and
+the curation lane, which checks each acknowledged fact for duplicates and updates). Callers
+remember as the daemon does: acknowledged once the fact is durable (``submit_remember``), the
+checks following in the lane.
 
 Run: python3 bench/engine.py [--sizes 10000 100000] [--queries 300] [--autograph identifiers|off]
 """
@@ -65,7 +68,7 @@ def remember_all(svc: MemoryService, facts: list[str], callers: int) -> float:
     def work(chunk: list[str]) -> None:
         try:
             for fact in chunk:
-                svc.remember(fact)
+                svc.submit_remember(fact).result()
         except BaseException as exc:  # noqa: BLE001 — surfaced after join
             errors.append(exc)
 
@@ -105,6 +108,8 @@ def bench_size(n: int, queries_count: int, rng: random.Random, autograph: str) -
             start = time.perf_counter()
             if not runtime.autograph.wait_idle(AUTOGRAPH_CATCH_UP_S):
                 raise SystemExit(f"autograph still busy {AUTOGRAPH_CATCH_UP_S:.0f} s after the last remember")
+            if not svc.settle(AUTOGRAPH_CATCH_UP_S):
+                raise SystemExit(f"curation still busy {AUTOGRAPH_CATCH_UP_S:.0f} s after the last remember")
             row["graph_catch_up_s"] = round(time.perf_counter() - start, 2)
             embedder = svc.embedder
             matrix = np.vstack([embedder.embed(facts[i:i + 4096]) for i in range(0, n, 4096)])

@@ -40,6 +40,7 @@ from _daemon import Served, load_average, process_cpu_s, start_bare, start_daemo
 
 SEED = 20261130
 LIST_PAGE = 1000  # list_memories' page cap
+SETTLE_POLL_S = 0.05
 
 Call = Callable[[Any, int], Awaitable[None]]  # (client, op index) → one timed unit of work
 
@@ -48,10 +49,23 @@ def _fact(rng: random.Random, tag: str, i: int) -> str:
     return f"{tag} note {i}: " + " ".join(f"w{rng.randrange(5000)}" for _ in range(12))
 
 
+async def curated(served: Served) -> None:
+    """Wait until the daemon has checked every remembered fact for duplicates and updates (its
+    curation lane runs after the acknowledgement): ``memory_status`` drops ``uncurated``."""
+    async with served.client() as client:
+        while True:
+            status = await client.call_tool("memory_status", {})
+            if "uncurated" not in (status.structured_content or {}).get("memory", {}):
+                return
+            await asyncio.sleep(SETTLE_POLL_S)
+
+
 async def drive(served: Served, n: int, ops: int, tag: str,
-                work: Callable[[random.Random, str], Call]) -> dict[str, Any]:
+                work: Callable[[random.Random, str], Call], settle: bool = False) -> dict[str, Any]:
     """N connected, warmed clients run ``ops`` units of ``work`` each; the server's CPU and the
-    wall clock cover only the timed part."""
+    wall clock cover only the timed part. With ``settle`` (velesmem), the CPU also covers the
+    duplicate and update checks the daemon runs after acknowledging the remembers: it is read
+    once they are done (``settled_s``: how long after the last call)."""
     go = asyncio.Event()
     ready = 0
     all_ready = asyncio.Event()
@@ -91,10 +105,14 @@ async def drive(served: Served, n: int, ops: int, tag: str,
     go.set()
     await asyncio.gather(*tasks)
     wall = time.perf_counter() - t0
+    if settle:
+        await curated(served)
+    settled = time.perf_counter() - t0 - wall
     cpu = process_cpu_s(served.pid) - cpu0
     if errors:
         print(f"  {tag} N={n}: {len(errors)} errors, first: {errors[0]}", file=sys.stderr)
     return {"units": len(latencies), "errors": len(errors), "wall_s": wall, "cpu_s": cpu,
+            "settled_s": settled,
             "p50_ms": percentile(latencies, 50), "p99_ms": percentile(latencies, 99),
             "acked": acked}
 
@@ -163,8 +181,8 @@ async def velesmem_round(n: int, ops: int, root: Path, embedder: str,
                          env: dict[str, str]) -> list[dict[str, Any]]:
     served = start_daemon(root, embedder, env)
     try:
-        writes = await drive(served, n, ops, "remember", remember_only)
-        mixed = await drive(served, n, ops, "mixed", remember_recall)
+        writes = await drive(served, n, ops, "remember", remember_only, settle=True)
+        mixed = await drive(served, n, ops, "mixed", remember_recall, settle=True)
         stored = await stored_contents(served)
     finally:
         served.stop()

@@ -138,6 +138,14 @@ MAX_PENDING_EXTRACTIONS = 64  # non-terminal remember_extracted jobs admitted
 MAX_IDEMPOTENCY_KEY_BYTES = 256
 AUTOGRAPH_QUEUE_MAX = 4096  # facts waiting for autograph; beyond it they are dropped, counted
 AUTOGRAPH_LINGER_SECONDS = 0.05  # a queued fact waits this long for others to be linked with
+# The curation lane (memory/curate.py): duplicate and supersede checks after the acknowledgement.
+CURATE_BATCH = 32  # facts checked per background transaction
+CURATE_LATER_SLACK = 16  # extra neighbours read when facts written later may crowd the nearest
+CURATE_QUIET_S = 0.05  # remembers closer than this keep the lane to its busy share
+CURATE_BUSY_SHARE = 0.1  # the lane's share of the time while remembers keep coming
+CURATE_POLL_S = 0.5  # an idle lane looks for work this often without a wake
+CURATE_RETRY_S = 1.0  # after a failed batch (the store busy or closing)
+CURATE_SETTLE_S = 60.0  # MemoryService.settle's default wait for the lane to empty
 
 # --- online embedding migration (the migration_* tools) -----------------------------------
 DEFAULT_MIGRATION_JOURNAL_BYTES = 64 * MIB

@@ -180,9 +180,10 @@ class Runtime:
         from velesmem.extract import load as load_extractor
         from velesmem.extract.autograph import Autograph
         from velesmem.extract.jobs import ExtractionService
+        from velesmem.memory.curate import Curator
         from velesmem.memory.service import MemoryHooks, MemoryService
         from velesmem.migration import MigrationService
-        from velesmem.store import WarmProgress
+        from velesmem.store import CurationStore, WarmProgress
 
         self.settings = settings
         self.store = store
@@ -208,7 +209,11 @@ class Runtime:
         mode = autograph_mode(settings)
         extractor = load_extractor(None, settings) if mode == AUTOGRAPH_EXTRACTOR else None
         self.autograph = Autograph(store, mode, clock, extractor)
-        hooks = MemoryHooks(on_remembered=self.autograph.offer,
+        # the duplicate and supersede checks follow the acknowledgement where the store keeps
+        # a curation cursor (SQLite); elsewhere they run before each write
+        self.curator = (Curator(store, settings, lambda: self.embedder.model, clock)
+                        if isinstance(store, CurationStore) and not read_only else None)
+        hooks = MemoryHooks(on_remembered=self.autograph.offer, curation=self.curator,
                             on_unembedded=self._backlog_wake.set,
                             extraction_status=self._extraction_status,
                             embedder_ready=self._embedder_ready.is_set,
@@ -302,6 +307,8 @@ class Runtime:
             self._spawn("velesmem-consolidate", self._consolidate_loop)
         if self.autograph.active:
             self._spawn("velesmem-autograph", self._autograph_loop)
+        if self.curator is not None:
+            self._spawn("velesmem-curate", self._curate_loop)
         if isinstance(self.store, SharedStore) and os.environ.get(FOLLOW_ENV) != "off":
             self._spawn("velesmem-follow", self._follow_loop)
 
@@ -463,6 +470,8 @@ class Runtime:
         self._stop.set()
         self._served.set()
         self.autograph.stop()
+        if self.curator is not None:
+            self.curator.stop()
         self.extraction.wake.set()
         self.migration.wake.set()
         self._backlog_wake.set()
@@ -640,6 +649,13 @@ class Runtime:
             except Exception:
                 log.exception("the extraction worker failed")
             self.extraction.wake.wait(1.0)
+
+    def _curate_loop(self) -> None:
+        while not self._ready.wait(0.1):
+            if self._stop.is_set():
+                return
+        if self.curator is not None:
+            self.curator.run(self._stop)
 
     def _autograph_loop(self) -> None:
         while not self._ready.wait(0.1):

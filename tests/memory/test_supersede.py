@@ -142,3 +142,27 @@ def test_a_forgotten_version_leaves_the_chain(mem: MemoryService, clock: Clock) 
     mem.forget(new.id)
     got = mem.recall(QUESTION, k=5).memories
     assert got[0].id == old.id and got[0].superseded_by is None
+
+
+def test_the_cheap_prefilter_never_drops_a_detected_update() -> None:
+    """``may_change`` is a necessary condition of ``changes``: over every pair of the committed
+    update triples (old/new, in both orders, and across triples) no change it rejects is one."""
+    import json
+    from pathlib import Path
+
+    from velesmem.memory.supersede import may_change
+
+    path = Path(__file__).resolve().parents[2] / "bench" / "data" / "updates.jsonl"
+    texts = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            texts += [row["old"], row["new"]]
+    checked = 0
+    for a in texts:
+        mine = statement(a)
+        for b in texts:
+            if changes(a, b):
+                checked += 1
+                assert may_change(mine, b), (a, b)
+    assert checked >= 100

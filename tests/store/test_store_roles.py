@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import pytest
 
 import velesmem
-from velesmem.store.protocol import ROLES, SharedStore, Store
+from velesmem.store.protocol import ROLES, CurationStore, SharedStore, Store
 from velesmem.store.sqlite.backend import SqliteStore
 
 try:
@@ -144,6 +144,10 @@ def test_the_postgres_backend_implements_the_shared_store_api() -> None:
     assert conformance_problems(PostgresStore, SharedStore) == []
 
 
+def test_the_sqlite_backend_implements_the_curation_cursor() -> None:
+    assert conformance_problems(SqliteStore, CurationStore) == []
+
+
 def test_store_is_exactly_the_union_of_the_roles() -> None:
     union: dict[str, Any] = {}
     for role in ROLES:
@@ -201,7 +205,7 @@ def store_uses(root: Path = PACKAGE) -> Iterator[Use]:
 
 
 def _declared() -> dict[str, Any]:
-    return {**members(SharedStore), **members(Store)}
+    return {**members(SharedStore), **members(CurationStore), **members(Store)}
 
 
 def call_problems(uses: Iterator[Use]) -> list[str]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, replace
@@ -26,18 +27,19 @@ import numpy as np
 from velesmem import limits, validate
 from velesmem.config import Settings
 from velesmem.embed import Embedder
-from velesmem.errors import Internal, InvalidInput, NotFound
+from velesmem.errors import InvalidInput, NotFound
 from velesmem.extract.identifiers import identifier_hub_name
 from velesmem.ids import fact_id, parse_id, to_i64, to_u64
 from velesmem.memory import detail as mdetail
 from velesmem.memory import duplicates as mdup
 from velesmem.memory import explain as mexplain
 from velesmem.memory import filters as mfilters
+from velesmem.memory.curate import CurationLane, derive
 from velesmem.memory.entities import EntityResult, lookup_entity
 from velesmem.memory.graph import Walk, walk
 from velesmem.memory.marks import Marks
 from velesmem.memory.ranking import Ranked, Ranker
-from velesmem.memory.supersede import SUPERSEDES, find_superseded, head, order_versions
+from velesmem.memory.supersede import SUPERSEDES, head, order_versions
 from velesmem.memory.results import (
     FeedbackResult,
     ForgetResult,
@@ -113,6 +115,8 @@ class MemoryHooks:
     on_remembered: Callable[[int, str], None] | None = None
     # called once a fact stored without a vector has committed (wakes the backlog warmer)
     on_unembedded: Callable[[], None] | None = None
+    # duplicate and supersede checks after the acknowledgement (None: before the write)
+    curation: CurationLane | None = None
     # memory_status's "extraction" block
     extraction_status: Callable[[], dict[str, Any]] = _extraction_off
     # whether writes embed their fact now (the embedder has loaded and settled its space)
@@ -168,9 +172,13 @@ class MemoryService:
     # --- writes ------------------------------------------------------------------------------
     def submit_remember(self, fact: str, links: list[dict[str, Any]] | None = None,
                         metadata: dict[str, Any] | None = None, ttl_seconds: int | None = None, *,
-                        author: str | None = None) -> Future[RememberResult]:
+                        author: str | None = None,
+                        checked: threading.Event | None = None) -> Future[RememberResult]:
         """Validate and embed a fact, then hand it to the store (see ``remember``); ``author``
-        (the caller's token name) is recorded under ``_veles_author``."""
+        (the caller's token name) is recorded under ``_veles_author``. The future completes
+        once the fact is durable; its duplicate and supersede checks may follow in the
+        curation lane, and ``checked`` is set once they ran (at once when they ran before the
+        write, or the write failed)."""
         content = validate.fact_text(fact)
         fid = fact_id(content)
         pairs = validate.links(links, fid)
@@ -179,24 +187,33 @@ class MemoryService:
         meta, meta_json = validate.metadata(metadata, today=self.today(now), author=author)
         vector = self.embedder.embed([content])[0] if self._can_embed() else None
         key = to_i64(fid)
-        near, rows = self._neighbours(key, vector, now)
-        derived: list[tuple[int, str]] = []
-        old = find_superseded(self.store, key, content, meta, vector, now, near=near, rows=rows)
-        if old is not None:
-            derived.append((old, SUPERSEDES))
-        if self.settings.dedup:
-            original = mdup.find_original(self.store, self.store, key, content, meta,
-                                          self.settings.duplicate_scope_keys, now, vector,
-                                          mdup.thresholds(self.embedder.model), near=near,
-                                          rows=rows)
-            if original is not None:
-                derived.append((original, mdup.RELATION))
-        # the derived links commit with the fact (one transaction, skipped if their target
-        # was forgotten meanwhile): never a second write, never a failed remember
+        lane = self._hooks.curation
+        deferred = vector is not None and lane is not None
+        # checked after the acknowledgement in the curation lane, or now with the edges
+        # committed with the fact (one transaction, skipped if their target was forgotten
+        # meanwhile): never a second write, never a failed remember
+        derived = () if deferred else tuple(derive(self.store, self.settings, self.embedder.model,
+                                                   key, content, meta, vector, now))
+        if checked is not None and not deferred:
+            checked.set()
         write = FactWrite(key, content, meta_json, vector, now,
                           None if ttl is None else now + ttl,
-                          tuple((to_i64(t), r) for t, r in pairs), tuple(derived))
-        future = self.store.remember(write)
+                          tuple((to_i64(t), r) for t, r in pairs), derived)
+        try:
+            future = self.store.remember(write)
+        except BaseException:
+            if checked is not None:
+                checked.set()
+            raise
+        if deferred and lane is not None:
+            def committed(f: Future[int]) -> None:
+                if f.exception() is None:
+                    if checked is not None:
+                        lane.watch(key, checked)  # before the wake: a pass after it sees it
+                    lane.wake()
+                elif checked is not None:
+                    checked.set()
+            future.add_done_callback(committed)
         hook = self._hooks.on_remembered
         if hook is not None:
             future.add_done_callback(
@@ -205,21 +222,6 @@ class MemoryService:
         if vector is None and backlog is not None:
             future.add_done_callback(lambda f: None if f.exception() is not None else backlog())
         return then(future, lambda key: RememberResult(to_u64(key)))
-
-    def _neighbours(self, key: int, vector: np.ndarray | None, now: float
-                    ) -> tuple[list[tuple[int, float]] | None, dict[int, StoredFact] | None]:
-        """The nearest live facts to a new fact's ``vector`` (key, cosine) and their rows, read
-        once for both the supersede and the duplicate checks; (None, None) without a vector or
-        while the index loads (the write goes on unlinked)."""
-        if vector is None:
-            return None, None
-        n = max(limits.SUPERSEDE_CANDIDATES, mdup.CANDIDATES) + 1
-        try:
-            near = [(int(k), float(c)) for k, c in self.store.vector_search(vector, n, None)
-                    if int(k) != key]
-        except Internal:
-            return None, None
-        return near, self.store.facts([k for k, _ in near], now)
 
     def _can_embed(self) -> bool:
         """Whether a write embeds its fact now: always without a Runtime; with one, once its
@@ -263,8 +265,20 @@ class MemoryService:
     def remember(self, fact: str, links: list[dict[str, Any]] | None = None,
                  metadata: dict[str, Any] | None = None,
                  ttl_seconds: int | None = None) -> RememberResult:
-        """Store a fact (same text → same id, updated in place); links and TTL optional."""
-        return self.submit_remember(fact, links, metadata, ttl_seconds).result()
+        """Store a fact (same text → same id, updated in place); links and TTL optional.
+        Returns once the fact is durable and checked for duplicates and updates (read your
+        writes: a recall next sees its links)."""
+        checked = threading.Event()
+        result = self.submit_remember(fact, links, metadata, ttl_seconds,
+                                      checked=checked).result()
+        checked.wait(limits.CURATE_SETTLE_S)
+        return result
+
+    def settle(self, timeout: float = limits.CURATE_SETTLE_S) -> bool:
+        """Wait until every remembered fact has been checked for duplicates and updates (their
+        edges are written after the acknowledgement); False if that took over ``timeout``."""
+        lane = self._hooks.curation
+        return True if lane is None else lane.wait_idle(timeout)
 
     def submit_relate(self, from_id: Any, to_id: Any, relation: str) -> Future[RelateResult]:
         src, dst = parse_id(from_id, "from"), parse_id(to_id, "to")
@@ -647,6 +661,10 @@ class MemoryService:
         imported = self.store.count_by(validate.IMPORTED_FROM_KEY, self.now())
         if imported:  # facts per source of ``import --from``, once something was imported
             memory["imported"] = imported
+        lane = self._hooks.curation
+        waiting = 0 if lane is None else lane.backlog()
+        if waiting:  # remembered facts whose duplicate and update checks have not run yet
+            memory["uncurated"] = waiting
         return StatusResult(
             embedder={"model": self.embedder.model, "dimension": self._embedder_dimension(),
                       "semantic": bool(self.embedder.semantic)},

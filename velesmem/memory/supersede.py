@@ -139,6 +139,30 @@ def statement(text: str) -> Statement:
     return Statement(frozenset(subject), frozenset(values))
 
 
+def _subject_words(text: str) -> frozenset[str]:
+    """Every word ``statement`` could put in ``text``'s subject outside its labels ("ticket#12"):
+    each token as read there, and its stem. One regex pass, no parse: a cheap superset."""
+    out: set[str] = set()
+    for token in _WORD.findall(text):
+        low = token.lower().rstrip(".,:/-")
+        if low.endswith("n't"):
+            low = low[:-3]
+        out.add(low)
+        out.add(_stem(low))
+    return frozenset(out)
+
+
+def may_change(mine: Statement, text: str) -> bool:
+    """Whether ``changes_statement(mine, statement(text))`` can hold: at most
+    ``SUPERSEDE_MAX_SUBJECT_CHANGE`` of ``mine``'s subject words (outside its labels) may be
+    missing from ``text``. A necessary condition, checked before parsing a candidate."""
+    plain = [w for w in mine.subject if "#" not in w]
+    if len(plain) <= limits.SUPERSEDE_MAX_SUBJECT_CHANGE:
+        return True
+    words = _subject_words(text)
+    return sum(1 for w in plain if w not in words) <= limits.SUPERSEDE_MAX_SUBJECT_CHANGE
+
+
 def changes(new: str, old: str) -> bool:
     """Whether ``new`` states a different value for the subject of ``old``."""
     return changes_statement(statement(new), statement(old))
@@ -193,7 +217,8 @@ def find_superseded(store: VersionStore, key: int, content: str, metadata: dict[
     found = {k: found[k] for k in keys if k in found}
     mine = statement(content)
     matches = [f for f in found.values()
-               if same_scope(f.metadata, metadata) and changes_statement(mine, statement(f.content))
+               if same_scope(f.metadata, metadata) and may_change(mine, f.content)
+               and changes_statement(mine, statement(f.content))
                and key not in _linked(store, f.key, now, incoming=False)]  # not a newer one
     if not matches:
         return None
@@ -287,5 +312,5 @@ def order_versions(store: VersionStore, hits: list[int], now: float, *, history:
     return out
 
 
-__all__ = ["SUPERSEDES", "Statement", "Version", "VersionStore", "changes", "find_superseded", "head", "older",
+__all__ = ["SUPERSEDES", "Statement", "Version", "VersionStore", "changes", "find_superseded", "head", "may_change", "older",
            "order_versions", "same_scope", "statement", "successor"]

@@ -18,6 +18,7 @@ from velesmem.store.protocol import (
     HUB_SOURCE_KEY,
     TERMINAL_STATES,
     Counts,
+    CurationStore,
     Edge,
     EmbeddingStore,
     ExpiryStore,
@@ -39,6 +40,7 @@ from velesmem.store.protocol import (
     StoredFact,
     TokenRecord,
     TokenStore,
+    Uncurated,
     WarmProgress,
 )
 
@@ -83,8 +85,8 @@ def open_token_store(settings: Settings, now: float) -> TokenStore:
 
 
 __all__ = ["BACKENDS", "ENTITY_HUB_KIND", "HUB_NAME_KEY", "HUB_SOURCE_KEY", "TERMINAL_STATES",
-           "Counts", "Edge", "EmbeddingStore", "ExpiryStore", "FactStore", "FactWrite",
+           "Counts", "CurationStore", "Edge", "EmbeddingStore", "ExpiryStore", "FactStore", "FactWrite",
            "GraphWrite", "HubWrite", "Identity", "Job", "JobStore", "LifecycleStore",
            "MaintenanceStore", "Problem", "SearchStore", "SourceStore", "Space", "SpaceStore",
-           "Store", "StoredFact", "TokenRecord", "TokenStore", "WarmProgress", "load",
+           "Store", "StoredFact", "TokenRecord", "TokenStore", "Uncurated", "WarmProgress", "load",
            "open_store", "open_token_store"]

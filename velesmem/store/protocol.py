@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Protocol, runtime_checkable
 
 from velesmem.store.roles import (
@@ -57,6 +58,7 @@ from velesmem.store.types import (
     Space,
     StoredFact,
     TokenRecord,
+    Uncurated,
     WarmProgress,
 )
 
@@ -89,9 +91,31 @@ class SharedStore(Protocol):
         """Serve ``space`` from now on."""
 
 
+@runtime_checkable
+class CurationStore(Protocol):
+    """A store that keeps a durable cursor over its embedded facts in write order (SQLite, one
+    writer): the curation lane checks each fact for duplicates and updates after it is
+    acknowledged and moves the cursor with the edges it writes. A store without one (a shared
+    PostgreSQL) has each fact checked before its write instead."""
+
+    def uncurated(self, limit: int, now: float) -> list[Uncurated]:
+        """Up to ``limit`` live user facts embedded in the serving space past the cursor, in
+        write order."""
+
+    def curation_backlog(self) -> int:
+        """How many embedded facts lie past the cursor."""
+
+    def curate(self, edges: tuple[tuple[int, int, str], ...], through: tuple[int, int],
+               now: float) -> Future[int]:
+        """Write ``edges`` (src, dst, relation; skipped where an end is gone) and move the
+        cursor to ``through`` in one transaction, yielding to other writes; resolves to the
+        edges written."""
+
+
 __all__ = ["ENTITY_HUB_KIND", "HUB_NAME_KEY", "HUB_SOURCE_KEY", "JOB_STATES", "JOURNAL_ENTRY_BYTES",
            "ROLES", "TERMINAL_STATES", "Counts", "Edge", "EmbeddingStore", "ExpiryStore",
            "FactStore", "FactWrite", "GraphWrite", "HubWrite", "Identity", "Job", "JobStore",
            "JournalState", "LifecycleStore", "MaintenanceStore", "Problem", "RestoreWrite",
            "RestoredFact", "SearchStore", "SharedStore", "SourceStore", "Space", "SpaceStore",
-           "Store", "StoredFact", "TokenRecord", "TokenStore", "WarmProgress"]
+           "Store", "StoredFact", "TokenRecord", "TokenStore", "Uncurated", "WarmProgress",
+           "CurationStore"]

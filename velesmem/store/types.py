@@ -59,6 +59,19 @@ class FactWrite:
 
 
 @dataclass(frozen=True)
+class Uncurated:
+    """A stored fact the curation lane has not checked yet: its place in write order (the
+    cursor that passes it), and what its checks read."""
+
+    cursor: tuple[int, int]
+    key: int
+    content: str
+    metadata: dict[str, Any]
+    vector: np.ndarray
+    created_at: float
+
+
+@dataclass(frozen=True)
 class HubWrite:
     """An entity hub to upsert: internal fact ``key`` named ``name`` (content
     ``Entity: <name>``), with ``attributes`` merged into its metadata (later values win)."""

@@ -25,7 +25,7 @@ from velesmem import limits
 from velesmem.errors import EmbedderMismatch, Internal, InvalidInput
 from velesmem.spawner import Spawner
 from velesmem.store.rows import scalar
-from velesmem.store.sqlite import backlog, spaces, writes
+from velesmem.store.sqlite import backlog, curation, spaces, writes
 from velesmem.store.sqlite.exact import StoredVectors
 from velesmem.store.sqlite.jobs import JobPart
 from velesmem.store.sqlite.lock import StoreLock
@@ -46,6 +46,7 @@ from velesmem.store.types import (
     RestoreWrite,
     Space,
     TokenRecord,
+    Uncurated,
     WarmProgress,
 )
 
@@ -442,6 +443,20 @@ class SqliteStore(ReadPart, SearchPart, MigrationPart, JobPart):
             return []
         return backlog.unembedded(self.reader(), space.id, after, limit, now)
 
+    def uncurated(self, limit: int, now: float) -> list[Uncurated]:
+        space = self.serving
+        if space is None:
+            return []
+        return curation.uncurated(self.reader(), space.id, limit, now)
+
+    def curation_backlog(self) -> int:
+        space = self.serving
+        return 0 if space is None else curation.backlog(self.reader(), space.id)
+
+    def curate(self, edges: tuple[tuple[int, int, str], ...], through: tuple[int, int],
+               now: float) -> Future[int]:
+        return self._submit(curation.curate(self, edges, through, now), background=True)
+
     def fill_vectors(self, space: int, items: Sequence[tuple[int, np.ndarray]]) -> Future[int]:
         return self._submit(backlog.fill(self, space, items))
 
@@ -469,7 +484,9 @@ class SqliteStore(ReadPart, SearchPart, MigrationPart, JobPart):
     def restore_all(self, write: RestoreWrite) -> Future[int]:
         from velesmem.store.restore import restore_job
 
-        return self._submit(restore_job(self, writes, Outcome, write))
+        space = self.serving
+        return self._submit(curation.uncurated_job(restore_job(self, writes, Outcome, write),
+                                                   None if space is None else space.id))
 
     def put_internal(self, key: int, content: str, metadata_json: str, kind: str, now: float,
                      expires_at: float | None = None) -> Future[int]:

@@ -189,6 +189,14 @@ def _v8_confidence_events(conn: sqlite3.Connection) -> None:
     """)
 
 
+def _v9_curation_cursor(conn: sqlite3.Connection) -> None:
+    # Where the curation lane (velesmem/memory/curate.py) resumes: past every fact already
+    # stored, which was checked for duplicates and updates before its write.
+    from velesmem.store.sqlite.curation import start_cursor
+
+    start_cursor(conn)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial: facts, edges, meta, FTS5 over user facts", _v1_initial),
     Migration(2, "vectors moved to their own table", _v2_vectors_apart),
@@ -202,6 +210,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, "auth_tokens: hashed bearer tokens, one live token per name", _v7_auth_tokens),
     Migration(8, "confidence_events: each fact's recent confidence changes and their cause",
               _v8_confidence_events),
+    Migration(9, "curation cursor: facts checked for duplicates and updates after their write",
+              _v9_curation_cursor),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

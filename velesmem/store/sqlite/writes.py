@@ -162,7 +162,7 @@ def write_graph(store: SqliteStore, graph: GraphWrite, job_id: str | None,
         effects = [upsert_fact(store, conn, w) for w in graph.facts]
         refused = {h.key for h in graph.hubs if not upsert_hub(store, conn, h, graph.now)}
         ends = sorted({k for e in graph.edges for k in e[:2]} - refused)
-        live = _live_keys(conn, ends, graph.now)
+        live = live_keys(conn, ends, graph.now)
         for src, dst, relation in graph.edges:
             if src in live and dst in live:
                 insert_edge(conn, src, dst, relation, graph.now)
@@ -195,7 +195,8 @@ def _live_user_keys(conn: sqlite3.Connection, keys: list[int]) -> set[int]:
         (json.dumps(keys),))}
 
 
-def _live_keys(conn: sqlite3.Connection, keys: list[int], now: float) -> set[int]:
+def live_keys(conn: sqlite3.Connection, keys: list[int], now: float) -> set[int]:
+    """The live facts (user or scaffolding) among ``keys``."""
     if not keys:
         return set()
     return {int(k) for (k,) in conn.execute(

@@ -1,0 +1,235 @@
+"""Curation of each remembered fact: the older fact it duplicates and the version it changes.
+
+Both checks read the new fact's nearest neighbours in the vector index (about the cost of a
+recall), so ``remember`` does not wait for them where the store keeps a curation cursor
+(``CurationStore``: SQLite). Once a fact commits, the Runtime's curation lane (``Curator``) reads
+the facts embedded past the cursor, in write order and a batch at a time, finds among the facts
+written before each its original (``duplicate_of``, when duplicates are on) and the older version
+it changes (``supersedes``), and writes those edges and the cursor's new place in one background
+transaction (an edge whose end was forgotten meanwhile is skipped). A crash loses no check: the
+lane resumes from the cursor. While remembers keep coming, the lane takes a small share of the
+time (``CURATE_BUSY_SHARE``) and catches up when they pause.
+
+A store without a cursor (a shared PostgreSQL), a MemoryService with no Runtime and a fact
+stored without a vector (the model still loading) are checked before the write instead, their
+edges committed with the fact. ``MemoryService.remember`` returns once its own fact is checked
+(read your writes); the MCP tool and ``submit_remember`` answer at the commit.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Container
+from typing import Any, Protocol
+
+import numpy as np
+
+from velesmem import limits
+from velesmem.config import Settings
+from velesmem.errors import Internal, VelesmemError
+from velesmem.memory import duplicates as mdup
+from velesmem.memory.supersede import SUPERSEDES, VersionStore, find_superseded
+from velesmem.store import CurationStore, StoredFact
+
+log = logging.getLogger(__name__)
+
+
+class CurationLane(Protocol):
+    """What a MemoryService asks of the lane around one write."""
+
+    def watch(self, key: int, checked: threading.Event) -> None:
+        """Set ``checked`` once the fact stored under ``key`` has been checked."""
+
+    def wake(self) -> None:
+        """A fact to check was committed."""
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until every committed fact is checked (False on timeout)."""
+
+    def backlog(self) -> int:
+        """Facts committed and not checked yet."""
+
+
+def derive(store: VersionStore, settings: Settings, model: str, key: int, content: str,
+           metadata: dict[str, Any], vector: np.ndarray | None, now: float, *,
+           later: Container[int] = frozenset(), slack: int = 0,
+           created_at: float | None = None) -> list[tuple[int, str]]:
+    """The (target, relation) edges a fact stored under ``key`` gets: the version it changes
+    (``supersedes``) and, when duplicates are on, its group's original (``duplicate_of``).
+    Only facts committed before it are candidates: none of ``later`` (``slack``: how many of
+    them the search may meet, read in addition) and none created after ``created_at``."""
+    near, rows = _neighbours(store, key, vector, now, later, slack, created_at)
+    out: list[tuple[int, str]] = []
+    old = find_superseded(store, key, content, metadata, vector, now, near=near, rows=rows)
+    if old is not None:
+        out.append((old, SUPERSEDES))
+    if settings.dedup:
+        original = mdup.find_original(store, store, key, content, metadata,
+                                      settings.duplicate_scope_keys, now, vector,
+                                      mdup.thresholds(model), near=near, rows=rows)
+        if original is not None:
+            out.append((original, mdup.RELATION))
+    return out
+
+
+def _neighbours(store: VersionStore, key: int, vector: np.ndarray | None, now: float,
+                later: Container[int], slack: int, created_at: float | None
+                ) -> tuple[list[tuple[int, float]] | None, dict[int, StoredFact] | None]:
+    """The nearest earlier live facts to ``vector`` (key, cosine) and their rows, read once for
+    both checks; (None, None) without a vector or while the index loads (no vector check)."""
+    if vector is None:
+        return None, None
+    n = max(limits.SUPERSEDE_CANDIDATES, mdup.CANDIDATES) + 1
+    try:
+        found = store.vector_search(vector, n, None)
+        if len(found) == n and any(int(k) in later for k, _ in found):
+            # facts committed later took places among the nearest: read further
+            found = store.vector_search(vector, n + min(slack, limits.CURATE_LATER_SLACK), None)
+        near = [(int(k), float(c)) for k, c in found if int(k) != key and int(k) not in later]
+    except Internal:
+        return None, None
+    rows = store.facts([k for k, _ in near], now)
+    if created_at is not None:
+        near = [(k, c) for k, c in near if k in rows and rows[k].created_at <= created_at]
+    near = near[:n - 1]
+    return near, {k: rows[k] for k, _ in near if k in rows}
+
+
+class LaneStore(VersionStore, CurationStore, Protocol):
+    """The roles the lane uses: the checks' reads, and the cursor."""
+
+
+class Curator:
+    """The lane over a store's curation cursor; the Runtime runs ``run`` in its thread."""
+
+    def __init__(self, store: LaneStore, settings: Settings, model: Callable[[], str],
+                 clock: Callable[[], float]) -> None:
+        self.store = store
+        self.settings = settings
+        self._model = model
+        self._clock = clock
+        self._cv = threading.Condition()
+        self._generation = 0  # bumped by every wake
+        self._idle_generation = -1  # the generation an empty pass started at, last
+        self._last_wake = 0.0  # monotonic
+        self._busy = False
+        self._stopped = False
+        self._watchers: dict[int, list[tuple[int, threading.Event]]] = {}
+        self.checked = 0
+        self._last_batch_s = 0.0
+
+    # --- around a write ----------------------------------------------------------------------
+    def watch(self, key: int, checked: threading.Event) -> None:
+        with self._cv:
+            if self._stopped:
+                checked.set()
+                return
+            self._watchers.setdefault(key, []).append((self._generation, checked))
+
+    def wake(self) -> None:
+        with self._cv:
+            self._generation += 1
+            self._last_wake = time.monotonic()
+            self._cv.notify_all()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Block until a pass found nothing left to check after the last commit; False on
+        timeout."""
+        with self._cv:
+            return self._cv.wait_for(
+                lambda: self._stopped or (self._idle_generation == self._generation
+                                          and not self._busy), timeout)
+
+    # --- the worker --------------------------------------------------------------------------
+    def stop(self) -> None:
+        """End ``run``; what is left is checked at the next start."""
+        with self._cv:
+            self._stopped = True
+            watchers, self._watchers = self._watchers, {}
+            self._cv.notify_all()
+        for events in watchers.values():
+            for _, event in events:
+                event.set()
+
+    def run(self, stop: threading.Event) -> None:
+        """Check the facts past the cursor until ``stop``, ``CURATE_BATCH`` per transaction."""
+        while not stop.is_set() and not self._stopped:
+            with self._cv:
+                generation = self._generation
+                self._busy = True
+            try:
+                done = self.check_next()
+            except VelesmemError as exc:
+                done = 0
+                if not stop.is_set():
+                    log.warning("could not check remembered facts for duplicates and updates: %s",
+                                exc.message)
+                    stop.wait(limits.CURATE_RETRY_S)
+            except Exception:
+                done = 0
+                log.exception("could not check remembered facts for duplicates and updates")
+                stop.wait(limits.CURATE_RETRY_S)
+            with self._cv:
+                self._busy = False
+                if not done:
+                    self._idle_generation = generation
+                    self._release(generation)
+                self._cv.notify_all()
+                if not done:
+                    if self._generation == generation and not self._stopped:
+                        self._cv.wait(limits.CURATE_POLL_S)
+                    continue
+                flowing = time.monotonic() - self._last_wake < limits.CURATE_QUIET_S
+                waited_for = bool(self._watchers)
+            if flowing and not waited_for:  # remembers keep coming: a small share of the time
+                stop.wait(self._last_batch_s * (1 - limits.CURATE_BUSY_SHARE)
+                          / limits.CURATE_BUSY_SHARE)
+
+    def check_next(self) -> int:
+        """Check the next batch past the cursor and write its edges with the cursor's new place
+        (one transaction); how many facts it checked (0: none left)."""
+        started = time.monotonic()
+        now = float(self._clock())
+        items = self.store.uncurated(limits.CURATE_BATCH, now)
+        if not items:
+            return 0
+        model = self._model()
+        edges: list[tuple[int, int, str]] = []
+        for n, item in enumerate(items):
+            later = frozenset(x.key for x in items[n + 1:])
+            for target, relation in derive(self.store, self.settings, model, item.key,
+                                           item.content, item.metadata, item.vector, now,
+                                           later=later, slack=len(later),
+                                           created_at=item.created_at):
+                edges.append((item.key, target, relation))
+        self.store.curate(tuple(edges), items[-1].cursor, now).result()
+        self.checked += len(items)
+        with self._cv:
+            keys = {item.key for item in items}
+            self._release(None, keys)
+        self._last_batch_s = time.monotonic() - started
+        return len(items)
+
+    def _release(self, before: int | None, keys: set[int] | None = None) -> None:
+        """Set the watchers of ``keys`` (all keys when None) registered before generation
+        ``before`` (any, when None) (hold the condition)."""
+        for key in list(self._watchers) if keys is None else keys & self._watchers.keys():
+            kept = []
+            for generation, event in self._watchers[key]:
+                if before is None or generation < before:
+                    event.set()
+                else:
+                    kept.append((generation, event))
+            if kept:
+                self._watchers[key] = kept
+            else:
+                del self._watchers[key]
+
+    def backlog(self) -> int:
+        """Facts committed and not checked yet."""
+        return self.store.curation_backlog()
+
+
+__all__ = ["CurationLane", "Curator", "LaneStore", "derive"]

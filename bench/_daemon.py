@@ -4,6 +4,7 @@ strict-TLS MCP clients."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
@@ -22,6 +23,7 @@ from fastmcp.client.transports import StreamableHttpTransport
 from velesmem.daemon.tls import client_ssl_context, prepare_tls
 
 START_DEADLINE_S = 120.0
+SETTLE_POLL_S = 0.05  # how often curated() asks memory_status
 BENCH_DIR = Path(__file__).resolve().parent
 CHECKOUT = BENCH_DIR.parent
 
@@ -145,3 +147,14 @@ def start_bare(root: Path, defaults: bool = False, stack: tuple[str, str] = ("as
     base = f"https://127.0.0.1:{port}"
     _wait_health(proc, base, files.ca_cert, log, "/mcp")  # no /health there: any answer will do
     return Served(proc, f"{base}/mcp", base, files.ca_cert, log)
+
+
+async def curated(served: Served) -> None:
+    """Wait until the daemon has checked every remembered fact for duplicates and updates (its
+    curation lane runs after the acknowledgement): ``memory_status`` drops ``uncurated``."""
+    async with served.client() as client:
+        while True:
+            status = await client.call_tool("memory_status", {})
+            if "uncurated" not in (status.structured_content or {}).get("memory", {}):
+                return
+            await asyncio.sleep(SETTLE_POLL_S)

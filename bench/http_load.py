@@ -36,28 +36,16 @@ from pathlib import Path
 from typing import Any
 
 from _common import machine, percentile, print_table, write_results
-from _daemon import Served, load_average, process_cpu_s, start_bare, start_daemon
+from _daemon import Served, curated, load_average, process_cpu_s, start_bare, start_daemon
 
 SEED = 20261130
 LIST_PAGE = 1000  # list_memories' page cap
-SETTLE_POLL_S = 0.05
 
 Call = Callable[[Any, int], Awaitable[None]]  # (client, op index) → one timed unit of work
 
 
 def _fact(rng: random.Random, tag: str, i: int) -> str:
     return f"{tag} note {i}: " + " ".join(f"w{rng.randrange(5000)}" for _ in range(12))
-
-
-async def curated(served: Served) -> None:
-    """Wait until the daemon has checked every remembered fact for duplicates and updates (its
-    curation lane runs after the acknowledgement): ``memory_status`` drops ``uncurated``."""
-    async with served.client() as client:
-        while True:
-            status = await client.call_tool("memory_status", {})
-            if "uncurated" not in (status.structured_content or {}).get("memory", {}):
-                return
-            await asyncio.sleep(SETTLE_POLL_S)
 
 
 async def drive(served: Served, n: int, ops: int, tag: str,

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import machine, percentile, print_table, write_results
-from _daemon import Served, load_average, memory_mib, process_cpu_s, start_daemon
+from _daemon import Served, curated, load_average, memory_mib, process_cpu_s, start_daemon
 
 SEED = 20261201
 VOCAB = 20_000
@@ -35,7 +35,9 @@ def _fact(rng: random.Random, i: int) -> str:
 
 
 async def fill(served: Served, start: int, stop: int, writers: int, errors: list[str]) -> tuple[float, float]:
-    """Remember facts ``start..stop-1`` over ``writers`` clients; (wall s, daemon CPU s)."""
+    """Remember facts ``start..stop-1`` over ``writers`` clients; (wall s until the last
+    acknowledgement, daemon CPU s until the daemon has also checked them for duplicates and
+    updates, which it does after acknowledging: recall is probed after that)."""
     counter = iter(range(start, stop))
 
     async def writer(index: int) -> None:
@@ -53,7 +55,9 @@ async def fill(served: Served, start: int, stop: int, writers: int, errors: list
     cpu0 = process_cpu_s(served.pid)
     t0 = time.perf_counter()
     await asyncio.gather(*(writer(w) for w in range(writers)))
-    return time.perf_counter() - t0, process_cpu_s(served.pid) - cpu0
+    wall = time.perf_counter() - t0
+    await curated(served)
+    return wall, process_cpu_s(served.pid) - cpu0
 
 
 async def probe(served: Served, size: int, queries: int) -> list[float]:

@@ -48,7 +48,7 @@ def prebuild(store: Path, size: int) -> None:
 
         def work(first: int) -> None:
             for i in range(first, size, PREBUILD_WRITERS):
-                svc.remember(_fact(random.Random(SEED + i), i))
+                svc.submit_remember(_fact(random.Random(SEED + i), i)).result()
 
         threads = [threading.Thread(target=work, args=(w,)) for w in range(PREBUILD_WRITERS)]
         for thread in threads:
@@ -57,6 +57,8 @@ def prebuild(store: Path, size: int) -> None:
             thread.join()
         if not runtime.autograph.wait_idle(AUTOGRAPH_CATCH_UP_S):
             raise SystemExit(f"autograph still busy {AUTOGRAPH_CATCH_UP_S:.0f} s after prebuilding")
+        if not svc.settle(AUTOGRAPH_CATCH_UP_S):  # every fact checked: no backlog in a round
+            raise SystemExit(f"curation still busy {AUTOGRAPH_CATCH_UP_S:.0f} s after prebuilding")
 
 
 async def burst(served: Served, start: int, writes: int, writers: int) -> tuple[float, float, int]:

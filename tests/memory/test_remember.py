@@ -37,6 +37,18 @@ def test_auto_date_from_the_injected_clock_in_utc(mem: MemoryService, clock) -> 
     assert mem.list_memories().memories[0].metadata == {"_veles_date": 20251231}
 
 
+def test_auto_date_follows_the_clock_across_midnight(mem: MemoryService, clock) -> None:
+    clock.now = 1_767_225_599.0  # 2025-12-31T23:59:59Z
+    mem.remember("before midnight")
+    clock.now = 1_767_225_600.0  # 2026-01-01T00:00:00Z
+    mem.remember("after midnight")
+    clock.now = 1_767_225_599.5  # the clock stepped back: the earlier day again
+    mem.remember("stepped back")
+    dates = {m.content: m.metadata["_veles_date"] for m in mem.list_memories().memories}
+    assert dates == {"before midnight": 20251231, "after midnight": 20260101,
+                     "stepped back": 20251231}
+
+
 def test_explicit_date_is_kept(mem: MemoryService) -> None:
     mem.remember("incident", metadata={"_veles_date": 20260610})
     assert mem.list_memories().memories[0].metadata["_veles_date"] == 20260610

@@ -141,6 +141,7 @@ class MemoryService:
         self._clock = clock
         self._ranker = Ranker(store, embedder, settings.recall_mode, pool)
         self._hooks = hooks if hooks is not None else MemoryHooks()
+        self._today: tuple[int, int] = (-1, 0)  # (UTC day number, YYYYMMDD)
 
     def set_embedder(self, embedder: Embedder) -> None:
         """Rank and embed with ``embedder`` from now on (after a migration's cutover)."""
@@ -166,8 +167,12 @@ class MemoryService:
         return float(self._clock())
 
     def today(self, now: float) -> int:
-        d = _dt.datetime.fromtimestamp(now, tz=_dt.UTC).date()
-        return d.year * 10000 + d.month * 100 + d.day
+        """The UTC date of ``now`` as YYYYMMDD (worked out once per day: every write asks)."""
+        day = math.floor(now / 86_400)
+        if day != self._today[0]:
+            d = _dt.datetime.fromtimestamp(now, tz=_dt.UTC).date()
+            self._today = (day, d.year * 10000 + d.month * 100 + d.day)
+        return self._today[1]
 
     # --- writes ------------------------------------------------------------------------------
     def submit_remember(self, fact: str, links: list[dict[str, Any]] | None = None,

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Mapping
 from typing import Any, Protocol
 
 import numpy as np
@@ -53,14 +53,26 @@ class CurationLane(Protocol):
 
 
 def derive(store: VersionStore, settings: Settings, model: str, key: int, content: str,
-           metadata: dict[str, Any], vector: np.ndarray | None, now: float, *,
-           later: Container[int] = frozenset(), slack: int = 0,
-           created_at: float | None = None) -> list[tuple[int, str]]:
-    """The (target, relation) edges a fact stored under ``key`` gets: the version it changes
-    (``supersedes``) and, when duplicates are on, its group's original (``duplicate_of``).
-    Only facts committed before it are candidates: none of ``later`` (``slack``: how many of
-    them the search may meet, read in addition) and none created after ``created_at``."""
-    near, rows = _neighbours(store, key, vector, now, later, slack, created_at)
+           metadata: dict[str, Any], vector: np.ndarray | None, now: float) -> list[tuple[int, str]]:
+    """The (target, relation) edges a fact about to be stored under ``key`` gets: the version
+    it changes (``supersedes``) and, when duplicates are on, its group's original
+    (``duplicate_of``), among the live facts."""
+    near = _nearest(store, key, vector, frozenset(), 0)
+    rows = None if near is None else store.facts([k for k, _ in near], now)
+    return _decide(store, settings, model, key, content, metadata, vector, now, near, rows, None)
+
+
+def _decide(store: VersionStore, settings: Settings, model: str, key: int, content: str,
+            metadata: dict[str, Any], vector: np.ndarray | None, now: float,
+            near: list[tuple[int, float]] | None, rows: Mapping[int, StoredFact] | None,
+            created_at: float | None) -> list[tuple[int, str]]:
+    """Both checks over the neighbours ``near`` (None: no vector check) whose ``rows`` were
+    read; with ``created_at``, only facts created no later are candidates."""
+    if near is not None and rows is not None:
+        n = max(limits.SUPERSEDE_CANDIDATES, mdup.CANDIDATES)
+        near = [(k, c) for k, c in near if k in rows
+                and (created_at is None or rows[k].created_at <= created_at)][:n]
+        rows = {k: rows[k] for k, _ in near}
     out: list[tuple[int, str]] = []
     old = find_superseded(store, key, content, metadata, vector, now, near=near, rows=rows)
     if old is not None:
@@ -74,27 +86,22 @@ def derive(store: VersionStore, settings: Settings, model: str, key: int, conten
     return out
 
 
-def _neighbours(store: VersionStore, key: int, vector: np.ndarray | None, now: float,
-                later: Container[int], slack: int, created_at: float | None
-                ) -> tuple[list[tuple[int, float]] | None, dict[int, StoredFact] | None]:
-    """The nearest earlier live facts to ``vector`` (key, cosine) and their rows, read once for
-    both checks; (None, None) without a vector or while the index loads (no vector check)."""
+def _nearest(store: VersionStore, key: int, vector: np.ndarray | None,
+             later: Container[int], slack: int) -> list[tuple[int, float]] | None:
+    """The nearest live facts to ``vector`` (key, cosine), read once for both checks, none of
+    ``later`` (``slack``: how many of them the search may meet, read in addition); None without
+    a vector or while the index loads (no vector check)."""
     if vector is None:
-        return None, None
+        return None
     n = max(limits.SUPERSEDE_CANDIDATES, mdup.CANDIDATES) + 1
     try:
         found = store.vector_search(vector, n, None)
         if len(found) == n and any(int(k) in later for k, _ in found):
             # facts committed later took places among the nearest: read further
             found = store.vector_search(vector, n + min(slack, limits.CURATE_LATER_SLACK), None)
-        near = [(int(k), float(c)) for k, c in found if int(k) != key and int(k) not in later]
     except Internal:
-        return None, None
-    rows = store.facts([k for k, _ in near], now)
-    if created_at is not None:
-        near = [(k, c) for k, c in near if k in rows and rows[k].created_at <= created_at]
-    near = near[:n - 1]
-    return near, {k: rows[k] for k, _ in near if k in rows}
+        return None
+    return [(int(k), float(c)) for k, c in found if int(k) != key and int(k) not in later]
 
 
 class LaneStore(VersionStore, CurationStore, Protocol):
@@ -196,13 +203,17 @@ class Curator:
         if not items:
             return 0
         model = self._model()
-        edges: list[tuple[int, int, str]] = []
+        nearest = []
         for n, item in enumerate(items):
             later = frozenset(x.key for x in items[n + 1:])
-            for target, relation in derive(self.store, self.settings, model, item.key,
-                                           item.content, item.metadata, item.vector, now,
-                                           later=later, slack=len(later),
-                                           created_at=item.created_at):
+            nearest.append(_nearest(self.store, item.key, item.vector, later, len(later)))
+        # the candidates' rows of the whole batch in one read
+        rows = self.store.facts(sorted({k for near in nearest if near for k, _ in near}), now)
+        edges: list[tuple[int, int, str]] = []
+        for item, near in zip(items, nearest):
+            for target, relation in _decide(self.store, self.settings, model, item.key,
+                                            item.content, item.metadata, item.vector, now, near,
+                                            None if near is None else rows, item.created_at):
                 edges.append((item.key, target, relation))
         self.store.curate(tuple(edges), items[-1].cursor, now).result()
         self.checked += len(items)

@@ -13,7 +13,7 @@ The embedder is always ``hash`` (a new store would otherwise get ``local`` when 
 extra is installed). ``--autograph`` says what builds the entity graph from each remember:
 ``identifiers`` (the default a user gets) or ``off``; the line under the table names it. The
 graph is built in the background after each acknowledgement: recall is timed once it has caught
-up, and "graph caught up s" says how long after the last remember that took (the autograph and
+up, and "graph + curation caught up s" says how long after the last remember that took (the autograph and
 the curation lane, which checks each acknowledged fact for duplicates and updates). Callers
 remember as the daemon does: acknowledged once the fact is durable (``submit_remember``), the
 checks following in the lane.
@@ -161,7 +161,7 @@ def main() -> None:
     print_table(
         ["facts", "remember 1 caller/s", "remember 8 callers/s", "recall vector p50/p99 ms",
          "recall hybrid p50/p99 ms", "exact baseline p50/p99 ms", "p50 ratio exact/vector",
-         "recall@10 vs exact", "graph caught up s"],
+         "recall@10 vs exact", "graph + curation caught up s"],
         [[r["facts"], f"{r['remember_1_caller_per_s']:.0f}", f"{r['remember_8_callers_per_s']:.0f}",
           f"{r['vector_p50_ms']:.2f} / {r['vector_p99_ms']:.2f}",
           f"{r['hybrid_p50_ms']:.2f} / {r['hybrid_p99_ms']:.2f}",

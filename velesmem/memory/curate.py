@@ -191,13 +191,13 @@ class Curator:
                 flowing = time.monotonic() - self._last_wake < limits.CURATE_QUIET_S
                 waited_for = bool(self._watchers)
             if flowing and not waited_for:  # remembers keep coming: a small share of the time
-                stop.wait(self._last_batch_s * (1 - limits.CURATE_BUSY_SHARE)
-                          / limits.CURATE_BUSY_SHARE)
+                stop.wait(min(self._last_batch_s * (1 - limits.CURATE_BUSY_SHARE)
+                              / limits.CURATE_BUSY_SHARE, limits.CURATE_MAX_PAUSE_S))
 
     def check_next(self) -> int:
         """Check the next batch past the cursor and write its edges with the cursor's new place
         (one transaction); how many facts it checked (0: none left)."""
-        started = time.monotonic()
+        started = time.thread_time()  # this thread's CPU: not the time it waited for others
         now = float(self._clock())
         items = self.store.uncurated(limits.CURATE_BATCH, now)
         if not items:
@@ -220,7 +220,7 @@ class Curator:
         with self._cv:
             keys = {item.key for item in items}
             self._release(None, keys)
-        self._last_batch_s = time.monotonic() - started
+        self._last_batch_s = time.thread_time() - started
         return len(items)
 
     def _release(self, before: int | None, keys: set[int] | None = None) -> None:

@@ -87,10 +87,12 @@ def _decide(store: VersionStore, settings: Settings, model: str, key: int, conte
 
 
 def _nearest(store: VersionStore, key: int, vector: np.ndarray | None,
-             later: Container[int], slack: int) -> list[tuple[int, float]] | None:
+             later: Container[int], slack: int, *,
+             strict: bool = False) -> list[tuple[int, float]] | None:
     """The nearest live facts to ``vector`` (key, cosine), read once for both checks, none of
     ``later`` (``slack``: how many of them the search may meet, read in addition); None without
-    a vector or while the index loads (no vector check)."""
+    a vector or while the index loads (no vector check; ``strict``: raise instead, the lane
+    tries again later)."""
     if vector is None:
         return None
     n = max(limits.SUPERSEDE_CANDIDATES, mdup.CANDIDATES) + 1
@@ -100,6 +102,8 @@ def _nearest(store: VersionStore, key: int, vector: np.ndarray | None,
             # facts committed later took places among the nearest: read further
             found = store.vector_search(vector, n + min(slack, limits.CURATE_LATER_SLACK), None)
     except Internal:
+        if strict:
+            raise
         return None
     return [(int(k), float(c)) for k, c in found if int(k) != key and int(k) not in later]
 
@@ -168,16 +172,20 @@ class Curator:
                 self._busy = True
             try:
                 done = self.check_next()
-            except VelesmemError as exc:
-                done = 0
-                if not stop.is_set():
-                    log.warning("could not check remembered facts for duplicates and updates: %s",
-                                exc.message)
-                    stop.wait(limits.CURATE_RETRY_S)
-            except Exception:
-                done = 0
-                log.exception("could not check remembered facts for duplicates and updates")
+            except Exception as exc:  # the cursor stays: the same facts are tried again
+                with self._cv:
+                    self._busy = False
+                    self._cv.notify_all()
+                if stop.is_set():
+                    return
+                if isinstance(exc, VelesmemError):
+                    log.warning("could not check remembered facts for duplicates and updates "
+                                "(trying again): %s", exc.message)
+                else:
+                    log.exception("could not check remembered facts for duplicates and updates "
+                                  "(trying again)")
                 stop.wait(limits.CURATE_RETRY_S)
+                continue
             with self._cv:
                 self._busy = False
                 if not done:
@@ -206,7 +214,8 @@ class Curator:
         nearest = []
         for n, item in enumerate(items):
             later = frozenset(x.key for x in items[n + 1:])
-            nearest.append(_nearest(self.store, item.key, item.vector, later, len(later)))
+            nearest.append(_nearest(self.store, item.key, item.vector, later, len(later),
+                                    strict=True))
         # the candidates' rows of the whole batch in one read
         rows = self.store.facts(sorted({k for near in nearest if near for k, _ in near}), now)
         edges: list[tuple[int, int, str]] = []

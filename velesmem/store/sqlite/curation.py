@@ -75,7 +75,7 @@ def uncurated(conn: sqlite3.Connection, space: int, limit: int, now: float) -> l
     rows = conn.execute(
         "SELECT v.seq, v.id, v.vector, f.content, f.metadata, f.created_at "
         "FROM space_vectors v JOIN facts f ON f.id = v.id "
-        f"WHERE v.space = ? AND (v.seq > ? OR (v.seq = ? AND v.id > ?)) AND f.kind IS NULL "
+        f"WHERE v.space = ? AND v.seq >= ? AND (v.seq > ? OR +v.id > ?) AND f.kind IS NULL "
         f"AND {LIVE} ORDER BY v.seq, v.id LIMIT ?",
         (space, seq, seq, key, now, limit)).fetchall()
     return [Uncurated((int(s), int(k)), int(k), content, json.loads(meta),
@@ -86,9 +86,13 @@ def uncurated(conn: sqlite3.Connection, space: int, limit: int, now: float) -> l
 def backlog(conn: sqlite3.Connection, space: int) -> int:
     """How many vectors of ``space`` lie past the cursor (facts forgotten since included)."""
     seq, key = cursor(conn)
-    return int(conn.execute(
-        "SELECT count(*) FROM space_vectors WHERE space = ? AND (seq > ? OR (seq = ? AND id > ?))",
-        (space, seq, seq, key)).fetchone()[0])
+    # two ranges of the (space, seq) index (an OR of them, or the id range, made SQLite walk the
+    # primary key instead: a second at 100k facts)
+    later = conn.execute("SELECT count(*) FROM space_vectors WHERE space = ? AND seq > ?",
+                         (space, seq)).fetchone()[0]
+    same = conn.execute("SELECT count(*) FROM space_vectors WHERE space = ? AND seq = ? AND +id > ?",
+                        (space, seq, key)).fetchone()[0]
+    return int(later) + int(same)
 
 
 def curate(store: SqliteStore, edges: tuple[tuple[int, int, str], ...],

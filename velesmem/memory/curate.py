@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Container, Mapping
+from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -31,7 +31,7 @@ from velesmem.config import Settings
 from velesmem.errors import Internal, VelesmemError
 from velesmem.memory import duplicates as mdup
 from velesmem.memory.supersede import SUPERSEDES, VersionStore, find_superseded
-from velesmem.store import CurationStore, StoredFact
+from velesmem.store import CurationStore, StoredFact, Uncurated
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +106,25 @@ def _nearest(store: VersionStore, key: int, vector: np.ndarray | None,
             raise
         return None
     return [(int(k), float(c)) for k, c in found if int(k) != key and int(k) not in later]
+
+
+def _nearest_batch(store: LaneStore, items: Sequence[Uncurated]) -> list[list[tuple[int, float]]]:
+    """``_nearest(strict=True)`` of each of ``items`` (in write order) against the facts written
+    before it, the searches of the whole batch made together: a first pass for every fact,
+    then a wider one for those whose nearest include facts of the batch written after them."""
+    n = max(limits.SUPERSEDE_CANDIDATES, mdup.CANDIDATES) + 1
+    later = [frozenset(x.key for x in items[i + 1:]) for i in range(len(items))]
+    found = store.vector_search_many([item.vector for item in items], [n] * len(items))
+    again = [i for i, near in enumerate(found)
+             if len(near) == n and any(k in later[i] for k, _ in near)]
+    if again:
+        wider = store.vector_search_many(
+            [items[i].vector for i in again],
+            [n + min(len(later[i]), limits.CURATE_LATER_SLACK) for i in again])
+        for i, near in zip(again, wider, strict=True):
+            found[i] = near
+    return [[(k, c) for k, c in near if k != item.key and k not in skip]
+            for item, near, skip in zip(items, found, later, strict=True)]
 
 
 class LaneStore(VersionStore, CurationStore, Protocol):
@@ -211,11 +230,7 @@ class Curator:
         if not items:
             return 0
         model = self._model()
-        nearest = []
-        for n, item in enumerate(items):
-            later = frozenset(x.key for x in items[n + 1:])
-            nearest.append(_nearest(self.store, item.key, item.vector, later, len(later),
-                                    strict=True))
+        nearest = _nearest_batch(self.store, items)
         # the candidates' rows of the whole batch in one read
         rows = self.store.facts(sorted({k for near in nearest if near for k, _ in near}), now)
         edges: list[tuple[int, int, str]] = []

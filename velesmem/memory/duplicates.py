@@ -315,8 +315,14 @@ def _may_share_values(mine: Signature, text: str) -> bool:
     also found as "mondays")."""
     if not mine.values:
         return True
-    found = set(_WORD.findall(text.replace("n't", " not").lower()))
+    found = _lower_tokens(text)
     return all(v in found or v + "s" in found for v in mine.values)
+
+
+@lru_cache(maxsize=limits.STATEMENT_CACHE)
+def _lower_tokens(text: str) -> frozenset[str]:
+    """``text``'s lower-cased tokens ("n't" read as "not"); a popular candidate's remembered."""
+    return frozenset(_WORD.findall(text.replace("n't", " not").lower()))
 
 
 def root(facts: FactStore, key: int, now: float) -> int:

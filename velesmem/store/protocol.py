@@ -20,9 +20,11 @@ no thread waits on it). A write that fails changes nothing and raises from its f
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Protocol, runtime_checkable
+
+import numpy as np
 
 from velesmem.store.roles import (
     ROLES,
@@ -101,6 +103,11 @@ class CurationStore(Protocol):
     def uncurated(self, limit: int, now: float) -> list[Uncurated]:
         """Up to ``limit`` live user facts embedded in the serving space past the cursor, in
         write order."""
+
+    def vector_search_many(self, queries: Sequence[np.ndarray],
+                           ns: Sequence[int]) -> list[list[tuple[int, float]]]:
+        """``vector_search(query, n, None)`` of each query and its n, in one pass: the lane
+        searches the neighbours of a whole batch (the candidates' vectors read once)."""
 
     def curation_backlog(self) -> int:
         """How many embedded facts lie past the cursor."""

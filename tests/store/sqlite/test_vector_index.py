@@ -422,3 +422,41 @@ def test_a_wide_8bit_window_is_narrowed_by_exact_scores_and_still_ranks_exactly(
     monkeypatch.setattr(vector_index, "TIGHTEN_ABOVE", 10**9)  # the whole window
     wide = [len(index.candidates(q, 10)) for q in queries]
     assert sum(narrowed) < sum(wide)
+
+
+@pytest.mark.parametrize("layout", ["pending", "8-bit scan", "graph"])
+def test_a_batch_of_searches_finds_what_each_search_finds_alone(
+        monkeypatch: pytest.MonkeyPatch, layout: str) -> None:
+    """``search_many`` (the curation lane's batch) gives each query the ids (and scores) its own
+    ``search`` gives, over the pending buffer, the exact 8-bit scan (wide windows narrowed) and
+    the graph, with removed ids and per-query n."""
+    monkeypatch.setattr(vector_index, "EXACT_SCAN_MAX", 500)
+    rng = np.random.default_rng(11)
+    centres = rng.standard_normal((12, 384)).astype(np.float32)
+    x = centres[rng.integers(0, 12, 1200)] + rng.standard_normal((1200, 384)).astype(np.float32)
+    x = (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+    ids = np.array([to_i64((1 << 63) + 7 * i) for i in range(1200)], dtype=np.int64)
+    index = VectorIndex(384)
+    if layout == "pending":
+        index.start_indexer(ThreadSpawner())  # a small index: everything stays pending
+        index.add(ids[:400], x[:400])
+    elif layout == "8-bit scan":
+        index.bulk_add(ids[:450], x[:450])
+        index.start_indexer(ThreadSpawner())
+        index.add(ids[450:480], x[450:480])  # pending beside the scanned storage
+    else:
+        index.bulk_add(ids, x)
+    index.remove(ids[::9].tolist())
+    try:
+        queries = list(x[rng.integers(0, 400, 12)]
+                       + rng.standard_normal((12, 384)).astype(np.float32) * 0.05)
+        ns = [9, 25, 1, 9, 0, 40, 9, 9, 3, 9, 17, 9]
+        batch = index.search_many(queries, ns)
+        alone = [index.search(q, n) for q, n in zip(queries, ns)]
+        assert [[i for i, _ in found] for found in batch] == [[i for i, _ in found] for found in alone]
+        # the same float32 products, summed in a batch of another size: equal to rounding
+        assert np.allclose([s for found in batch for _, s in found],
+                           [s for found in alone for _, s in found], rtol=1e-6, atol=1e-6)
+        assert index.search_many([], []) == []
+    finally:
+        index.stop_indexer()

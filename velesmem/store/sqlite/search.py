@@ -49,6 +49,10 @@ class SearchPart(StorePart):
                       allowed: np.ndarray | None) -> list[tuple[int, float]]:
         return self._index().search(query, n, allowed)
 
+    def vector_search_many(self, queries: Sequence[np.ndarray],
+                           ns: Sequence[int]) -> list[list[tuple[int, float]]]:
+        return self._index().search_many(queries, ns)
+
     def vector_candidates(self, query: np.ndarray, n: int,
                           allowed: np.ndarray | None) -> np.ndarray:
         return self._index().candidates(query, n, allowed)

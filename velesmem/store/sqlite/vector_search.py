@@ -4,6 +4,8 @@ pending buffer merged in, and every candidate rescored from the exact vectors.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import faiss
 import numpy as np
 
@@ -20,6 +22,69 @@ class SearchPart(VectorState):
         ids) restricts the search to those ids and returns the true top-n among them when exact."""
         q = np.ascontiguousarray(query, dtype=np.float32).reshape(self.dimension)
         return self._rescore(q, self.candidates(query, n, allowed), n)
+
+    def search_many(self, queries: Sequence[np.ndarray],
+                    ns: Sequence[int]) -> list[list[tuple[int, float]]]:
+        """``search(query, n)`` of each query and its ``n`` (a batch: the curation lane's), the
+        same ids with the same exact scores (to float32 rounding), in one pass: the pending
+        buffer scored against every query in one matrix product, its float32 scores kept
+        within their own small error rather than the 8-bit one, and the exact vectors of every
+        query's candidates read in one statement."""
+        qs = [np.ascontiguousarray(q, dtype=np.float32).reshape(self.dimension) for q in queries]
+        windows = self._windows(qs, ns)
+        kept = [_near_top(ids, approx, err, n) for ids, approx, err, n in windows]
+        # a window holding many is narrowed by the exact scores of its best (see ``_tighten``)
+        wide = {i: ids[np.argsort(-approx, kind="stable")[:max(vi.TIGHTEN_FIRST, 2 * n)]]
+                for i, (ids, approx, _, n) in enumerate(windows)
+                if len(kept[i]) > max(vi.TIGHTEN_ABOVE, 2 * n)}
+        read = _Read(self.source, np.concatenate([np.zeros(0, np.int64), *wide.values()]))
+        for i, first in wide.items():
+            ids, approx, err, n = windows[i]
+            found, vectors = read.subset(first)
+            if len(found) >= n:  # else forgotten meanwhile: the whole window stays
+                exact = vectors @ qs[i]
+                nth = float(np.partition(exact, len(exact) - n)[len(exact) - n])
+                kept[i] = ids[approx + err >= nth]
+        read.more(np.concatenate([np.zeros(0, np.int64), *kept]))
+        out: list[list[tuple[int, float]]] = []
+        for q, n, ids in zip(qs, ns, kept, strict=True):
+            found, vectors = read.subset(ids)
+            out.append(vi.top_n(vectors @ q if len(found) else np.zeros(0, np.float32), found, n))
+        return out
+
+    def _windows(self, qs: list[np.ndarray],
+                 ns: Sequence[int]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, int]]:
+        """Each query's candidates before they are narrowed: (ids, approximate scores, how far
+        each may be from its exact score, n); the pending buffer's float32 scores from one
+        product for all queries, within the float32 summation's error."""
+        vi.single_thread()
+        none = np.zeros(0, np.int64), np.zeros(0, np.float32), np.zeros(0, np.float32)
+        out: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]] = []
+        with self.lock.read():
+            if self.live_count == 0 or not qs:
+                return [(*none, n) for n in ns]
+            pending_ids, pending = none[0], np.zeros((0, len(qs)), np.float32)
+            if self._p_rows:
+                live = slice(self._p_head, self._p_tail)
+                rows = np.flatnonzero(self._p_alive[live])
+                pending_ids = self._p_ids[live][rows]
+                pending = (self._p_vecs[live] @ np.stack(qs, axis=1))[rows]
+            live_main = self._n - self._n_dead
+            for j, (q, n) in enumerate(zip(qs, ns, strict=True)):
+                if n <= 0:
+                    out.append((*none, n))
+                    continue
+                float_err = vi.SUM_REL_ERR * float(np.linalg.norm(q)) * self._max_norm
+                main = none[:2]
+                if live_main > vi.EXACT_SCAN_MAX:
+                    main = self._hnsw(q.reshape(1, -1), n, self._not_dead_selector(), live_main)
+                elif live_main:
+                    main = self._scan(q.reshape(1, -1), n, None, live_main, self._error_bound(q))
+                err = np.full(len(main[0]) + len(pending_ids), float_err, np.float32)
+                err[:len(main[0])] = self._error_bound(q)
+                out.append((np.concatenate([main[0], pending_ids]),
+                            np.concatenate([main[1], pending[:, j]]), err, n))
+        return out
 
     def candidates(self, query: np.ndarray, n: int,
                    allowed: np.ndarray | None = None) -> np.ndarray:
@@ -223,3 +288,45 @@ class SearchPart(VectorState):
             vectors = np.vstack([vi.decode(self._index, np.asarray([r for _, r in main], np.int64)),
                                  self._p_vecs[[r for _, r in pend]]])
         return np.asarray([i for i, _ in main + pend], dtype=np.int64), vectors
+
+
+def _near_top(ids: np.ndarray, approx: np.ndarray, err: np.ndarray, n: int) -> np.ndarray:
+    """``near_top`` with an error per score: the ids whose score, raised by its error, reaches
+    the n-th best of the scores lowered by theirs (the exact top n is among them)."""
+    if len(ids) <= n:
+        return ids
+    low = approx - err
+    nth = np.partition(low, len(low) - n)[len(low) - n]
+    kept: np.ndarray = ids[approx + err >= nth]
+    return kept
+
+
+class _Read:
+    """Exact vectors read from the index's source for a batch of searches: each statement reads
+    only ids not read yet; ``subset`` gives a search its rows in the order one read of its own
+    would have returned them (the source returns rows ordered by id)."""
+
+    def __init__(self, source: vi.ExactSource, ids: np.ndarray) -> None:
+        self._source = source
+        self._ids = np.zeros(0, np.int64)
+        self._vectors: np.ndarray | None = None
+        self.more(ids)
+
+    def more(self, ids: np.ndarray) -> None:
+        fresh = np.setdiff1d(np.asarray(ids, np.int64), self._ids)
+        if not len(fresh):
+            return
+        found, vectors = self._source.fetch(fresh)
+        ids = np.concatenate([self._ids, found])
+        stacked = vectors if self._vectors is None else np.vstack([self._vectors, vectors])
+        order = np.argsort(ids, kind="stable")
+        self._ids, self._vectors = ids[order], stacked[order]
+
+    def subset(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The read (ids, vectors) among ``ids``, by id."""
+        if not len(self._ids) or self._vectors is None:
+            return np.zeros(0, np.int64), np.zeros((0, 0), np.float32)
+        wanted = np.unique(np.asarray(ids, np.int64))
+        pos = np.minimum(np.searchsorted(self._ids, wanted), len(self._ids) - 1)
+        rows = pos[self._ids[pos] == wanted]
+        return self._ids[rows], self._vectors[rows]

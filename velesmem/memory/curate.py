@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Container, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -57,7 +57,7 @@ def derive(store: VersionStore, settings: Settings, model: str, key: int, conten
     """The (target, relation) edges a fact about to be stored under ``key`` gets: the version
     it changes (``supersedes``) and, when duplicates are on, its group's original
     (``duplicate_of``), among the live facts."""
-    near = _nearest(store, key, vector, frozenset(), 0)
+    near = _nearest(store, key, vector)
     rows = None if near is None else store.facts([k for k, _ in near], now)
     return _decide(store, settings, model, key, content, metadata, vector, now, near, rows, None)
 
@@ -86,32 +86,26 @@ def _decide(store: VersionStore, settings: Settings, model: str, key: int, conte
     return out
 
 
-def _nearest(store: VersionStore, key: int, vector: np.ndarray | None,
-             later: Container[int], slack: int, *,
-             strict: bool = False) -> list[tuple[int, float]] | None:
-    """The nearest live facts to ``vector`` (key, cosine), read once for both checks, none of
-    ``later`` (``slack``: how many of them the search may meet, read in addition); None without
-    a vector or while the index loads (no vector check; ``strict``: raise instead, the lane
-    tries again later)."""
+def _nearest(store: VersionStore, key: int,
+             vector: np.ndarray | None) -> list[tuple[int, float]] | None:
+    """The nearest live facts to ``vector`` (key, cosine), read once for both checks; None
+    without a vector or while the index loads (no vector check)."""
     if vector is None:
         return None
-    n = max(limits.SUPERSEDE_CANDIDATES, mdup.CANDIDATES) + 1
     try:
-        found = store.vector_search(vector, n, None)
-        if len(found) == n and any(int(k) in later for k, _ in found):
-            # facts committed later took places among the nearest: read further
-            found = store.vector_search(vector, n + min(slack, limits.CURATE_LATER_SLACK), None)
+        found = store.vector_search(vector, max(limits.SUPERSEDE_CANDIDATES, mdup.CANDIDATES) + 1,
+                                    None)
     except Internal:
-        if strict:
-            raise
         return None
-    return [(int(k), float(c)) for k, c in found if int(k) != key and int(k) not in later]
+    return [(int(k), float(c)) for k, c in found if int(k) != key]
 
 
 def _nearest_batch(store: LaneStore, items: Sequence[Uncurated]) -> list[list[tuple[int, float]]]:
-    """``_nearest(strict=True)`` of each of ``items`` (in write order) against the facts written
-    before it, the searches of the whole batch made together: a first pass for every fact,
-    then a wider one for those whose nearest include facts of the batch written after them."""
+    """The nearest live facts to each of ``items`` (in write order), none written after it in
+    the batch, the searches of the whole batch made together: a first pass for every fact,
+    then a wider one (up to ``CURATE_LATER_SLACK`` more) for those whose nearest include facts
+    of the batch written after them. Raises ``Internal`` while the index loads (the lane tries
+    again later)."""
     n = max(limits.SUPERSEDE_CANDIDATES, mdup.CANDIDATES) + 1
     later = [frozenset(x.key for x in items[i + 1:]) for i in range(len(items))]
     found = store.vector_search_many([item.vector for item in items], [n] * len(items))

@@ -158,11 +158,19 @@ def may_change(mine: Statement, text: str) -> bool:
     """Whether ``changes_statement(mine, statement(text))`` can hold: at most
     ``SUPERSEDE_MAX_SUBJECT_CHANGE`` of ``mine``'s subject words (outside its labels) may be
     missing from ``text``. A necessary condition, checked before parsing a candidate."""
-    plain = [w for w in mine.subject if "#" not in w]
+    return _may_keep_subject(_plain_subject(mine), text)
+
+
+def _plain_subject(mine: Statement) -> frozenset[str]:
+    """``mine``'s subject words outside its labels: what ``may_change`` looks for."""
+    return frozenset(w for w in mine.subject if "#" not in w)
+
+
+def _may_keep_subject(plain: frozenset[str], text: str) -> bool:
+    """``may_change`` given the statement's ``_plain_subject`` (read once per new fact)."""
     if len(plain) <= limits.SUPERSEDE_MAX_SUBJECT_CHANGE:
         return True
-    words = _subject_words(text)
-    return sum(1 for w in plain if w not in words) <= limits.SUPERSEDE_MAX_SUBJECT_CHANGE
+    return len(plain - _subject_words(text)) <= limits.SUPERSEDE_MAX_SUBJECT_CHANGE
 
 
 def changes(new: str, old: str) -> bool:
@@ -218,8 +226,9 @@ def find_superseded(store: VersionStore, key: int, content: str, metadata: dict[
     found = dict(rows) if rows is not None else store.facts(keys, now)
     found = {k: found[k] for k in keys if k in found}
     mine = statement(content)
+    plain = _plain_subject(mine)
     matches = [f for f in found.values()
-               if same_scope(f.metadata, metadata) and may_change(mine, f.content)
+               if same_scope(f.metadata, metadata) and _may_keep_subject(plain, f.content)
                and changes_statement(mine, statement(f.content))
                and key not in _linked(store, f.key, now, incoming=False)]  # not a newer one
     if not matches:

@@ -279,6 +279,29 @@ def render_import_sources(data: dict[str, Any]) -> list[str]:
     return lines
 
 
+def render_ef_search(data: dict[str, Any]) -> list[str]:
+    """bench/ef_search.py: recall@10 and search p50 of the 8-bit index per efSearch, on tuning sets."""
+    lines = ["The vector index's efSearch, chosen on tuning sets that no target reports on (facts "
+             "and queries of `bench/engine.py`'s kind drawn with another seed; clustered 384-d "
+             "vectors with another seed than `bench/rss_100k.py`'s). Recall@10 against exact search, "
+             "ties at the 10th score counted; p50 of one search (one thread, exact vectors in "
+             "memory). The float16 row is the index before the 8-bit codes (its top n rescored).", ""]
+    rows = []
+    for result in data["sets"]:
+        ref = result["reference"]
+        rows.append([result["set"], "float16, top n", str(ref["ef_search"]),
+                     f"{ref['recall_at_10']:.4f}", f"{ref['p50_ms']:.3f}"])
+        rows += [[result["set"], f"8-bit, {data['rescore_candidates']} rescored", str(r["ef_search"]),
+                  f"{r['recall_at_10']:.4f}", f"{r['p50_ms']:.3f}"] for r in result["sweep"]]
+    lines += _table(["set", "index", "efSearch", "recall@10", "p50 ms"], rows)
+    lines += ["", f"- Chosen: efSearch {data['chosen_ef_search']}, the smallest whose recall@10 is "
+              f"within {data['tolerance']} of efSearch {data['baseline_ef_search']}'s on every set "
+              f"(in use when measured: {data['in_use']}).",
+              "", f"Measured with `{_command(data)}` on {data['machine']} (load average "
+              f"{data['load']}).", ""]
+    return lines
+
+
 def render_generic(data: dict[str, Any]) -> list[str]:
     """Any results file without a renderer of its own: its lists of records as tables, its other
     figures as one table of dotted keys, then the command and machine it names."""
@@ -311,6 +334,7 @@ RENDERERS: dict[str, tuple[str, Callable[[dict[str, Any]], list[str]]]] = {
     "dashboard": ("## The dashboard at 100k facts", render_dashboard),
     "ranking_cv": ("## Recall ranking, cross-validated on three public sets", render_ranking_cv),
     "import_sources": ("## Importing from other memory servers", render_import_sources),
+    "ef_search": ("## The vector index's search width", render_ef_search),
 }
 
 

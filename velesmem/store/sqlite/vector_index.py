@@ -1,7 +1,7 @@
 """The FAISS index: a derived, rebuildable cache of the user facts' vectors.
 
 Kind: ``IndexIDMap(IndexHNSWSQ(d, 8-bit uniform, M=32, inner product))``, efConstruction 32,
-efSearch max(128, n). The index holds one byte per component (a quarter of float32: 100k vectors
+efSearch max(120, n). The index holds one byte per component (a quarter of float32: 100k vectors
 of 384 take 37 MiB of codes), quantised uniformly over [-1, 1] — the range of every component of
 an L2-normalised vector, which every embedder returns — so the quantiser needs no training and a
 code never depends on the data added before it. The index only finds candidates: their stored
@@ -60,7 +60,7 @@ from velesmem.store.sqlite.vector_search import SearchPart
 
 HNSW_M = 32  # 16 searched faster but lost near-duplicates among tombstones (docs/engine.md)
 HNSW_EF_CONSTRUCTION = 32  # 40: recall@10 0.995 vs 0.994 at 100k for 37 % more insertion CPU
-HNSW_EF_SEARCH = 128  # chosen by bench/ef_search.py on its tuning sets (docs/engine.md)
+HNSW_EF_SEARCH = 120  # chosen by bench/ef_search.py on its tuning sets (docs/engine.md)
 MAX_EF_SEARCH = 4096
 EXACT_SCAN_MAX = 4_096
 EXACT_FILTER_MAX = 8_192

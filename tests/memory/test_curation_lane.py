@@ -73,3 +73,24 @@ def test_acknowledged_writes_are_linked_once_the_lane_settles(store_dir: Path, c
         assert rt.memory.settle(60)
         assert _out(rt, second, dup.RELATION) == [first]
         assert rt.curator is not None and rt.curator.backlog() == 0
+
+
+def test_a_fact_crowded_by_later_facts_of_its_batch_still_finds_the_older_version(
+        store_dir: Path, clock: Clock, settings: Settings) -> None:
+    """The batch's searches run together: where facts written after one in the same batch fill
+    its nearest, its search is widened, and the older version it changes is still found."""
+    with velesmem.open(store_dir, clock=clock, settings=settings) as rt:
+        assert rt.curator is not None
+        rt.curator.stop()  # everything below is checked in one batch at the next start
+        old = rt.memory.submit_remember(OLD, metadata={"project": "x"}).result().id
+        clock.advance(DAY)
+        new = rt.memory.submit_remember(NEW, metadata={"project": "x"}).result().id
+        for i in range(12):  # closer to NEW than OLD is, and written after it
+            clock.advance(1)
+            rt.memory.submit_remember(f"{NEW} Noted in review {i}.",
+                                      metadata={"project": "x"}).result()
+        near = [k for k, _ in rt.store.vector_search(rt.memory.embedder.embed([NEW])[0], 10, None)]
+        assert to_i64(old) not in near[:9]  # the first pass alone would miss it
+    with velesmem.open(store_dir, clock=clock, settings=settings) as rt:
+        assert rt.memory.settle(60)
+        assert _out(rt, new, SUPERSEDES) == [old]

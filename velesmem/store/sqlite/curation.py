@@ -9,13 +9,13 @@ loses no check: the lane resumes from the cursor at the next start.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from velesmem.store import rules
+from velesmem.store.sqlite.part import metadata_from
 from velesmem.store.sqlite.writer import Outcome
 from velesmem.store.types import Uncurated
 
@@ -78,7 +78,7 @@ def uncurated(conn: sqlite3.Connection, space: int, limit: int, now: float) -> l
         f"WHERE v.space = ? AND v.seq >= ? AND (v.seq > ? OR +v.id > ?) AND f.kind IS NULL "
         f"AND {LIVE} ORDER BY v.seq, v.id LIMIT ?",
         (space, seq, seq, key, now, limit)).fetchall()
-    return [Uncurated((int(s), int(k)), int(k), content, json.loads(meta),
+    return [Uncurated((int(s), int(k)), int(k), content, metadata_from(meta),
                       np.frombuffer(blob, dtype=np.float32), float(created))
             for s, k, blob, content, meta, created in rows]
 

@@ -60,9 +60,17 @@ class StorePart:
         def _submit(self, job: Job, *, background: bool = False) -> Future[Any]: ...
 
 
+def metadata_from(text: str) -> dict[str, Any]:
+    """A stored metadata column as a dict; most facts have none, read without a parse."""
+    if text == "{}":
+        return {}
+    out: dict[str, Any] = json.loads(text)
+    return out
+
+
 def fact_from_row(row: tuple[Any, ...]) -> StoredFact:
     """A ``StoredFact`` from a row of ``FACT_COLUMNS``."""
-    return StoredFact(int(row[0]), row[1], json.loads(row[2]), row[3], float(row[4]),
+    return StoredFact(int(row[0]), row[1], metadata_from(row[2]), row[3], float(row[4]),
                       int(row[5]), int(row[6]), float(row[7]), float(row[8]),
                       None if row[9] is None else float(row[9]))
 

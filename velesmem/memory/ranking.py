@@ -31,6 +31,7 @@ from velesmem.errors import Internal
 from velesmem.ids import to_u64
 from velesmem.store import SearchStore
 from velesmem.store.predicates import All
+from velesmem.store.scoring import top_scored
 
 # Evidence floors (hybrid mode): a candidate with no lexical match counts only when its cosine
 # reaches the floor; below it, it is not returned at all (recall answers *up to* k). The hash
@@ -85,9 +86,9 @@ class Ranker:
         if self.mode == "vector":
             if qv is None:
                 qv = self.embedder.embed([query])[0]
-            candidates = store.vector_candidates(qv, depth, allowed)
-            scored = store.scored(qv, candidates.tolist(), now)
-            cos = _best(scored, candidates, depth)
+            top = store.vector_top(qv, depth, allowed, now)
+            scored = {k: (c, confidence) for k, c, confidence in top}
+            cos = {k: c for k, c, _ in top}
             lex: dict[int, float] = {}
             best = 0.0
         else:
@@ -178,13 +179,7 @@ class Ranker:
 def _best(scored: dict[int, tuple[float, float]], candidates: np.ndarray,
           n: int) -> dict[int, float]:
     """{id: cosine} of the ``n`` live candidates of highest cosine (ties: ascending key)."""
-    live = [i for i in candidates.tolist() if i in scored]
-    if len(live) <= n:
-        return {i: scored[i][0] for i in live}
-    ids = np.asarray(live, dtype=np.int64)
-    sims = np.asarray([scored[i][0] for i in live])
-    keep = np.lexsort((ids, -sims))[:n]
-    return {int(ids[k]): float(sims[k]) for k in keep}
+    return {k: c for k, c, _ in top_scored(scored, candidates, n)}
 
 
 def _member(ids: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:

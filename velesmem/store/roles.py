@@ -189,6 +189,12 @@ class SearchStore(Protocol):
         """(exact inner product with ``query`` in the serving space, confidence) of each live
         user fact among ``keys``, in one read; the product is 0.0 for a fact with no vector."""
 
+    def vector_top(self, query: np.ndarray, n: int, allowed: np.ndarray | None,
+                   now: float) -> list[tuple[int, float, float]]:
+        """(key, exact inner product, confidence) of the ``n`` live user facts of highest
+        product among ``vector_candidates``'s, best first, ties by ascending key: what a
+        vector-only ranking needs, read in as few rows as the backend can."""
+
 
 class EmbeddingStore(Protocol):
     """The serving embedding space: which embedder filled the store, and the facts written

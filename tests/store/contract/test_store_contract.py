@@ -205,6 +205,32 @@ def test_vector_search_candidates_and_scores(store: Store) -> None:
     assert abs(scored[key("vector fact 3")][0] - float(vector(3) @ vector(7))) < 1e-5
 
 
+def test_vector_top_is_the_best_live_candidates_by_exact_score(store: Store) -> None:
+    for n in range(20):
+        store.remember(write(f"vector fact {n}", seed=n)).result()
+    # a fact nearest the query that expires: found by the index, gone from the results after
+    store.remember(write("expiring twin", seed=7, expires_at=NOW + 10)).result()
+    query = vector(7)
+
+    def expected(n: int, now: float) -> list[tuple[int, float, float]]:
+        candidates = store.vector_candidates(query, n, None)
+        scored = store.scored(query, candidates.tolist(), now)
+        ranked = sorted(scored.items(), key=lambda kv: (-kv[1][0], kv[0]))[:n]
+        return [(k, s, c) for k, (s, c) in ranked]
+
+    for now in (NOW, NOW + 11):
+        top = store.vector_top(query, 4, None, now)
+        assert [k for k, _, _ in top] == [k for k, _, _ in expected(4, now)]
+        assert all(abs(s - e) < 1e-6 and c == ce
+                   for (_, s, c), (_, e, ce) in zip(top, expected(4, now)))
+    assert key("expiring twin") in [k for k, _, _ in store.vector_top(query, 4, None, NOW)]
+    gone = store.vector_top(query, 4, None, NOW + 11)
+    assert key("expiring twin") not in [k for k, _, _ in gone]
+    assert gone[0][0] == key("vector fact 7")
+    allowed = np.asarray(sorted([key("vector fact 3"), key("vector fact 4")]), dtype=np.int64)
+    assert {k for k, _, _ in store.vector_top(query, 5, allowed, NOW)} == set(allowed.tolist())
+
+
 def test_internal_facts_are_apart_and_expire(store: Store) -> None:
     store.remember(write("user visible")).result()
     store.put_internal(to_i64(5), "a source", '{"kind_of":"src","n":3}', "ctx_source", NOW,

@@ -54,6 +54,7 @@ from velesmem.store.postgres.schema import (
 from velesmem.store.postgres.text import TextIndex
 from velesmem.store.predicates import Predicate
 from velesmem.store.rows import one, scalar
+from velesmem.store.scoring import top_scored
 from velesmem.store.types import (
     ConfidenceEvent,
     Counts,
@@ -724,6 +725,11 @@ class PostgresStore:
         space = self._space()
         with self._conn() as conn:
             return spaces.scored(conn, space.id, query, list(keys), now)
+
+    def vector_top(self, query: np.ndarray, n: int, allowed: np.ndarray | None,
+                   now: float) -> list[tuple[int, float, float]]:
+        candidates = self.vector_candidates(query, n, allowed)
+        return top_scored(self.scored(query, candidates.tolist(), now), candidates, n)
 
     def out_edges(self, key: int, now: float, limit: int) -> list[tuple[int, str]]:
         with self._conn() as conn:

@@ -11,6 +11,7 @@ import numpy as np
 from velesmem import limits
 from velesmem.errors import Internal, InvalidInput
 from velesmem.store.predicates import Predicate
+from velesmem.store.scoring import top_scored
 from velesmem.store.sqlite.part import LIVE, StorePart, in_query
 from velesmem.store.sqlite.predicates import compile_predicate
 from velesmem.store.sqlite.vector_index import VectorIndex
@@ -76,6 +77,18 @@ class SearchPart(StorePart):
                                  np.asarray(query, np.float32))
         cosine = dict(zip((r[0] for r in with_vector), products.tolist()))
         return {int(i): (cosine.get(i, 0.0), float(c)) for i, c, _ in rows}
+
+    def vector_top(self, query: np.ndarray, n: int, allowed: np.ndarray | None,
+                   now: float) -> list[tuple[int, float, float]]:
+        # the index rescores its candidates from the stored vectors alone; the facts' rows are
+        # read for the n it keeps, and for every candidate only when one of those n is gone
+        index = self._index()
+        found = index.search(query, n, allowed)
+        confidence = self.confidences([k for k, _ in found], now)
+        if len(confidence) == len(found):
+            return [(k, c, confidence[k]) for k, c in found]
+        candidates = index.candidates(query, n, allowed)
+        return top_scored(self.scored(query, candidates.tolist(), now), candidates, n)
 
     def _index(self) -> VectorIndex:
         if self.index is None:

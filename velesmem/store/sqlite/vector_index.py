@@ -407,8 +407,5 @@ def top_n(sims: np.ndarray, ids: np.ndarray, n: int) -> list[tuple[int, float]]:
     """The ``n`` best (id, similarity), best first, ties by id."""
     if len(ids) == 0:
         return []
-    if n < len(ids):
-        part = np.argpartition(-sims, n - 1)[:n]
-        sims, ids = sims[part], ids[part]
-    order = np.lexsort((ids, -sims))
+    order = np.lexsort((ids, -sims))[:n]  # a partition would pick any of the n-th's ties
     return [(int(ids[o]), float(sims[o])) for o in order]

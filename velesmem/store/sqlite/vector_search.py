@@ -142,7 +142,10 @@ class SearchPart(VectorState):
     def _rescore(self, q: np.ndarray, ids: np.ndarray, n: int) -> list[tuple[int, float]]:
         """The top ``n`` of ``ids`` by exact inner product with their stored vectors."""
         found, vectors = self.source.fetch(ids)
-        return vi.top_n(vectors @ q if len(found) else np.zeros(0, np.float32), found, n)
+        # einsum: each row's product alone, as ``scored`` takes it (a BLAS product's rounding
+        # depends on its batch, and equal vectors must tie)
+        sims = np.einsum("ij,j->i", vectors, q) if len(found) else np.zeros(0, np.float32)
+        return vi.top_n(sims, found, n)
 
     def _pending_approx(self, q: np.ndarray,
                         allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:

@@ -26,7 +26,7 @@ class SearchPart(VectorState):
     def search_many(self, queries: Sequence[np.ndarray],
                     ns: Sequence[int]) -> list[list[tuple[int, float]]]:
         """``search(query, n)`` of each query and its ``n`` (a batch: the curation lane's), the
-        same ids with the same exact scores (to float32 rounding), in one pass: the pending
+        same ids with the same exact scores, in one pass: the pending
         buffer scored against every query in one matrix product, its float32 scores kept
         within their own small error rather than the 8-bit one, and the exact vectors of every
         query's candidates read in one statement."""
@@ -49,7 +49,9 @@ class SearchPart(VectorState):
         out: list[list[tuple[int, float]]] = []
         for q, n, ids in zip(qs, ns, kept, strict=True):
             found, vectors = read.subset(ids)
-            out.append(vi.top_n(vectors @ q if len(found) else np.zeros(0, np.float32), found, n))
+            # each row's product alone, as ``_rescore`` takes it: the same scores as ``search``
+            sims = np.einsum("ij,j->i", vectors, q) if len(found) else np.zeros(0, np.float32)
+            out.append(vi.top_n(sims, found, n))
         return out
 
     def _windows(self, qs: list[np.ndarray],

@@ -514,6 +514,14 @@ class MemoryService:
         marks = self._marks() if marks is None else marks
         marks.learn(r.id for r in ranked)
         cosine = {r.id: float(r.cosine) for r in ranked}
+        if not history and all(r.id in marks.unlinked for r in ranked[:k]):
+            # the usual case, no edge to walk: each is its own newest version, its own group
+            # and not archived (what the general path below concludes for these keys)
+            keys = [r.id for r in ranked[:k]]
+            rows = self.store.facts(keys, now)
+            return [Memory(to_u64(key), cosine[key], rows[key].content,
+                           validate.visible_metadata(rows[key].metadata), None)
+                    for key in keys if key in rows]
         versions = order_versions(self.store, [r.id for r in ranked], now, history=history,
                                   admit=self._admits(predicate), unlinked=marks.unlinked)
         versions = versions if history else versions[:k]

@@ -142,7 +142,9 @@ AUTOGRAPH_LINGER_SECONDS = 0.05  # a queued fact waits this long for others to b
 CURATE_BATCH = 32  # facts checked per background transaction
 CURATE_LATER_SLACK = 16  # extra neighbours read when facts written later may crowd the nearest
 CURATE_QUIET_S = 0.05  # remembers closer than this keep the lane to its busy share
-CURATE_BUSY_SHARE = 0.1  # the lane's share of the time while remembers keep coming
+# the lane's share of the time while remembers keep coming: its checks hold the GIL, so each
+# point of it is taken from the threads taking those remembers (they catch up after)
+CURATE_BUSY_SHARE = 0.02
 CURATE_MAX_PAUSE_S = 0.5  # the longest the lane rests between two batches meanwhile
 CURATE_POLL_S = 0.5  # an idle lane looks for work this often without a wake
 CURATE_RETRY_S = 1.0  # after a failed batch (the store busy or closing)

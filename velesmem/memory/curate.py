@@ -35,6 +35,10 @@ from velesmem.store import CurationStore, StoredFact, Uncurated
 
 log = logging.getLogger(__name__)
 
+# neighbours both checks look at (the new fact's own vector is searched one wider: it may be
+# among them, already stored)
+NEIGHBOURS = max(limits.SUPERSEDE_CANDIDATES, mdup.CANDIDATES)
+
 
 class CurationLane(Protocol):
     """What a MemoryService asks of the lane around one write."""
@@ -69,9 +73,8 @@ def _decide(store: VersionStore, settings: Settings, model: str, key: int, conte
     """Both checks over the neighbours ``near`` (None: no vector check) whose ``rows`` were
     read; with ``created_at``, only facts created no later are candidates."""
     if near is not None and rows is not None:
-        n = max(limits.SUPERSEDE_CANDIDATES, mdup.CANDIDATES)
         near = [(k, c) for k, c in near if k in rows
-                and (created_at is None or rows[k].created_at <= created_at)][:n]
+                and (created_at is None or rows[k].created_at <= created_at)][:NEIGHBOURS]
         rows = {k: rows[k] for k, _ in near}
     out: list[tuple[int, str]] = []
     old = find_superseded(store, key, content, metadata, vector, now, near=near, rows=rows)
@@ -93,8 +96,7 @@ def _nearest(store: VersionStore, key: int,
     if vector is None:
         return None
     try:
-        found = store.vector_search(vector, max(limits.SUPERSEDE_CANDIDATES, mdup.CANDIDATES) + 1,
-                                    None)
+        found = store.vector_search(vector, NEIGHBOURS + 1, None)
     except Internal:
         return None
     return [(int(k), float(c)) for k, c in found if int(k) != key]
@@ -106,7 +108,7 @@ def _nearest_batch(store: LaneStore, items: Sequence[Uncurated]) -> list[list[tu
     then a wider one (up to ``CURATE_LATER_SLACK`` more) for those whose nearest include facts
     of the batch written after them. Raises ``Internal`` while the index loads (the lane tries
     again later)."""
-    n = max(limits.SUPERSEDE_CANDIDATES, mdup.CANDIDATES) + 1
+    n = NEIGHBOURS + 1
     later = [frozenset(x.key for x in items[i + 1:]) for i in range(len(items))]
     found = store.vector_search_many([item.vector for item in items], [n] * len(items))
     again = [i for i, near in enumerate(found)

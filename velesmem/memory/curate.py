@@ -142,6 +142,7 @@ class Curator:
         self._last_wake = 0.0  # monotonic
         self._busy = False
         self._stopped = False
+        self._thread: threading.Thread | None = None  # the one running ``run``
         self._watchers: dict[int, list[tuple[int, threading.Event]]] = {}
         self.checked = 0
         self._last_batch_s = 0.0
@@ -170,19 +171,34 @@ class Curator:
 
     # --- the worker --------------------------------------------------------------------------
     def stop(self) -> None:
-        """End ``run``; what is left is checked at the next start."""
+        """End ``run`` once its batch in flight is written; what is left is checked at the next
+        start. A caller on another thread returns only after that batch, so no fact committed
+        after ``stop`` is checked by this lane."""
         with self._cv:
             self._stopped = True
             watchers, self._watchers = self._watchers, {}
             self._cv.notify_all()
+            if threading.current_thread() is not self._thread:
+                self._cv.wait_for(lambda: not self._busy)
         for events in watchers.values():
             for _, event in events:
                 event.set()
 
     def run(self, stop: threading.Event) -> None:
         """Check the facts past the cursor until ``stop``, ``CURATE_BATCH`` per transaction."""
-        while not stop.is_set() and not self._stopped:
+        self._thread = threading.current_thread()
+        try:
+            self._loop(stop)
+        finally:  # a ``stop`` waiting for the batch in flight must not wait for a dead lane
             with self._cv:
+                self._busy = False
+                self._cv.notify_all()
+
+    def _loop(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            with self._cv:
+                if self._stopped:
+                    return
                 generation = self._generation
                 self._busy = True
             try:

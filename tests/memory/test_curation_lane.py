@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import velesmem
+from velesmem import limits
 from velesmem.config import Settings
 from velesmem.ids import to_i64, to_u64
 from velesmem.memory import duplicates as dup
@@ -73,6 +74,24 @@ def test_acknowledged_writes_are_linked_once_the_lane_settles(store_dir: Path, c
         assert rt.memory.settle(60)
         assert _out(rt, second, dup.RELATION) == [first]
         assert rt.curator is not None and rt.curator.backlog() == 0
+
+
+def test_a_fact_is_never_linked_to_one_committed_after_its_batch(
+        store_dir: Path, clock: Clock, settings: Settings) -> None:
+    """The fact after a batch's last one is already in the index when the lane searches, with
+    the same created_at (the clock did not move): it is written later, so it is no original of
+    the batch's facts (the lane once linked RULE to PARAPHRASE, and PARAPHRASE to itself)."""
+    with velesmem.open(store_dir, clock=clock, settings=settings) as rt:
+        assert rt.curator is not None
+        rt.curator.stop()  # at the next start RULE ends the first batch, PARAPHRASE is past it
+        for i in range(limits.CURATE_BATCH - 1):
+            rt.memory.submit_remember(f"Filler note {i} about topic {i % 7}.").result()
+        first = rt.memory.submit_remember(RULE).result().id
+        second = rt.memory.submit_remember(PARAPHRASE).result().id
+    with velesmem.open(store_dir, clock=clock, settings=settings) as rt:
+        assert rt.memory.settle(60)
+        assert _out(rt, first, dup.RELATION) == []
+        assert _out(rt, second, dup.RELATION) == [first]
 
 
 def test_a_fact_crowded_by_later_facts_of_its_batch_still_finds_the_older_version(

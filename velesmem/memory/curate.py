@@ -243,6 +243,12 @@ class Curator:
             return 0
         model = self._model()
         nearest = _nearest_batch(self.store, items)
+        # a fact committed after the batch was read is in the index already, written after
+        # every fact of the batch (its created_at may equal theirs): never their original
+        later = self.store.written_after(sorted({k for near in nearest for k, _ in near}),
+                                         items[-1].cursor)
+        if later:
+            nearest = [[(k, c) for k, c in near if k not in later] for near in nearest]
         # the candidates' rows of the whole batch in one read
         rows = self.store.facts(sorted({k for near in nearest if near for k, _ in near}), now)
         edges: list[tuple[int, int, str]] = []

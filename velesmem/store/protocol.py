@@ -112,6 +112,10 @@ class CurationStore(Protocol):
     def curation_backlog(self) -> int:
         """How many embedded facts lie past the cursor."""
 
+    def written_after(self, keys: Sequence[int], through: tuple[int, int]) -> set[int]:
+        """Those of ``keys`` whose vector in the serving space was written past the cursor
+        place ``through`` (after the facts up to it, whatever their ``created_at``)."""
+
     def curate(self, edges: tuple[tuple[int, int, str], ...], through: tuple[int, int],
                now: float) -> Future[int]:
         """Write ``edges`` (src, dst, relation; skipped where an end is gone) and move the

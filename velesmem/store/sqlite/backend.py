@@ -453,6 +453,12 @@ class SqliteStore(ReadPart, SearchPart, MigrationPart, JobPart):
         space = self.serving
         return 0 if space is None else curation.backlog(self.reader(), space.id)
 
+    def written_after(self, keys: Sequence[int], through: tuple[int, int]) -> set[int]:
+        space = self.serving
+        if space is None or not keys:
+            return set()
+        return curation.written_after(self.reader(), space.id, list(keys), through)
+
     def curate(self, edges: tuple[tuple[int, int, str], ...], through: tuple[int, int],
                now: float) -> Future[int]:
         return self._submit(curation.curate(self, edges, through, now), background=True)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from velesmem.store import rules
-from velesmem.store.sqlite.part import metadata_from
+from velesmem.store.sqlite.part import in_query, metadata_from
 from velesmem.store.sqlite.writer import Outcome
 from velesmem.store.types import Uncurated
 
@@ -81,6 +81,15 @@ def uncurated(conn: sqlite3.Connection, space: int, limit: int, now: float) -> l
     return [Uncurated((int(s), int(k)), int(k), content, metadata_from(meta),
                       np.frombuffer(blob, dtype=np.float32), float(created))
             for s, k, blob, content, meta, created in rows]
+
+
+def written_after(conn: sqlite3.Connection, space: int, keys: list[int],
+                  through: tuple[int, int]) -> set[int]:
+    """Those of ``keys`` whose vector in ``space`` lies past the cursor place ``through``."""
+    seq, key = through
+    return {int(k) for (k,) in in_query(
+        conn, "SELECT id FROM space_vectors WHERE id IN ({}) AND space = ? "
+              "AND (seq > ? OR (seq = ? AND id > ?))", keys, (space, seq, seq, key))}
 
 
 def backlog(conn: sqlite3.Connection, space: int) -> int:

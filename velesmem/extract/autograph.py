@@ -54,7 +54,7 @@ class Autograph:
         self._total = 0
         self._since_count = TOTAL_REFRESH
         self._idle = threading.Condition()
-        self._busy = False
+        self._pending = 0  # facts queued and not linked yet (a fact taken off the queue included)
         self._degree: dict[int, int] = {}  # hub key → facts it mentions (read once, then kept)
 
     @property
@@ -65,10 +65,13 @@ class Autograph:
         """Queue a just-acknowledged fact (dropped and counted when the queue is full)."""
         if not self.active:
             return
+        with self._idle:
+            self._pending += 1
         try:
             self._queue.put_nowait((key, content))
         except queue.Full:
             self.dropped += 1
+            self._done(1)
 
     def stop(self) -> None:
         try:
@@ -90,8 +93,6 @@ class Autograph:
                 continue
             if item is None:
                 return
-            with self._idle:
-                self._busy = True
             if self._queue.qsize() < BATCH - 1:
                 stop.wait(limits.AUTOGRAPH_LINGER_SECONDS)
             batch = [item]
@@ -115,15 +116,21 @@ class Autograph:
                 self._degree.clear()
                 log.exception("autograph could not link %d facts", len(batch))
             finally:
-                with self._idle:
-                    self._busy = False
-                    if self._queue.empty():
-                        self._idle.notify_all()
+                self._done(len(batch))
+
+    def _done(self, facts: int) -> None:
+        """``facts`` offered facts were linked (or dropped): wake ``wait_idle`` at none left."""
+        with self._idle:
+            self._pending -= facts
+            if not self._pending:
+                self._idle.notify_all()
 
     def wait_idle(self, timeout: float) -> bool:
-        """Block until every queued fact is linked (tests, the demo); False on timeout."""
+        """Block until every queued fact is linked (tests, the demo); False on timeout. It counts
+        the facts offered and not linked yet: the queue alone is empty while the worker holds
+        the facts it took."""
         with self._idle:
-            return self._idle.wait_for(lambda: self._queue.empty() and not self._busy, timeout)
+            return self._idle.wait_for(lambda: not self._pending, timeout)
 
     def link(self, key: int, content: str) -> None:
         """Link one stored fact into the graph (a fact forgotten meanwhile gets no edges)."""

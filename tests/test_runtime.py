@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import wait_for
+from tests.support import Clock, wait_for
 from velesmem import runtime as runtime_module
 from velesmem.config import Settings
 from velesmem.embed import HashEmbedder
@@ -166,13 +166,15 @@ def test_a_migration_call_waits_for_the_embedder_and_is_told_why_it_failed(
 
 
 def test_the_sweeper_purges_expired_facts_in_the_background(tmp_path: Path) -> None:
-    with Runtime.open(Settings(path=tmp_path)) as rt:
+    clock = Clock()  # the fact expires when the test says, not when a loaded machine gets there
+    with Runtime.open(Settings(path=tmp_path), clock=clock) as rt:
         rt.wait_ready_sync(30)
         rt.memory.remember("short lived", ttl_seconds=1)
         rt.memory.remember("permanent")
         conn = rt.store.reader()
         count = lambda: conn.execute("SELECT count(*) FROM facts").fetchone()[0]  # noqa: E731
         assert count() == 2
+        clock.advance(1)
         wait_for(lambda: count() == 1, what="one sweep")
         assert [m.content for m in rt.memory.list_memories().memories] == ["permanent"]
 

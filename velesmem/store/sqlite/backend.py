@@ -252,6 +252,7 @@ class SqliteStore(ReadPart, SearchPart, MigrationPart, JobPart):
         else:
             install(self._write_conn)
         if self._spawner is not None:  # never started: vectors are indexed synchronously
+            index.keep_exact_rows(self.directory)
             index.start_indexer(self._spawner)
         progress.phase = "ready"
         self.warm_done = True
@@ -313,6 +314,8 @@ class SqliteStore(ReadPart, SearchPart, MigrationPart, JobPart):
         self._closed = True
         if not self.readonly:
             self.save_index()
+        if self.index is not None:
+            self.index.drop_exact_rows()
         with self._readers_lock:
             for conn in self._readers:
                 conn.close()

@@ -187,9 +187,11 @@ class MigrationPart(StorePart):
                 self.index = index
                 self.building_index = None
                 if self._spawner is not None:
+                    index.keep_exact_rows(self.directory)
                     index.start_indexer(self._spawner)
                 if retiring is not None:
                     retiring.stop_indexer()
+                    retiring.drop_exact_rows()
                 log.info("embedding space %d (%s) now serves; space %s retired", new.id,
                          new.identity.model, None if old is None else old.id)
 

@@ -56,6 +56,7 @@ from velesmem.store.sqlite.exact import MemoryVectors
 from velesmem.store.sqlite.rwlock import RWLock
 from velesmem.store.sqlite.vector_pending import PendingPart
 from velesmem.store.sqlite.vector_rebuild import RebuildPart
+from velesmem.store.sqlite.vector_rows import RowFile, RowsPart
 from velesmem.store.sqlite.vector_search import SearchPart
 
 HNSW_M = 32  # 16 searched faster but lost near-duplicates among tombstones (docs/engine.md)
@@ -163,7 +164,7 @@ class ExactSource(Protocol):
         ...
 
 
-class VectorIndex(PendingPart, RebuildPart, SearchPart):
+class VectorIndex(PendingPart, RebuildPart, SearchPart, RowsPart):
     """Vectors by int64 id: HNSW for the bulk, an exact pending buffer for the newest writes.
 
     ``add`` only appends to the pending buffer (cheap, so the writer acknowledges fast); the
@@ -214,6 +215,13 @@ class VectorIndex(PendingPart, RebuildPart, SearchPart):
         self._rebuilder: threading.Thread | None = None
         self._rebuild_cancel = threading.Event()
         self._build_hook: Callable[[int], None] | None = None  # tests: called after each chunk
+        # the exact vectors by row in a file (``keep_exact_rows``); ``_filed``: rows written
+        self._rows_file: RowFile | None = None
+        self._filed = np.zeros(len(self._row_ids), dtype=bool)
+        self._fill_generation = 0  # bumped when rows move (a rebuild)
+        self._filler: threading.Thread | None = None
+        self._fill_stop = threading.Event()
+        self._p_inexact: set[int] = set()  # pending ids holding decoded vectors (a rebuild's)
 
     # --- size -------------------------------------------------------------------------------
     def _stored_magnitude(self) -> tuple[float, float]:
@@ -246,8 +254,10 @@ class VectorIndex(PendingPart, RebuildPart, SearchPart):
             main = self._row_ids[: self._n][~self._dead[: self._n]]
             return np.concatenate([main, np.fromiter(self._p_rows, dtype=np.int64)])
 
-    def _add_main(self, ids: np.ndarray, vectors: np.ndarray) -> None:
-        """Append to HNSW (hold the write lock)."""
+    def _add_main(self, ids: np.ndarray, vectors: np.ndarray,
+                  exact: bool | np.ndarray = False) -> None:
+        """Append to HNSW (hold the write lock); the rows ``exact`` marks (all when True) hold
+        the exact vectors, and go to the exact vector file too."""
         add_to(self._index, ids, vectors)
         if len(ids):
             self._max_abs = max(self._max_abs, float(np.abs(vectors).max()))
@@ -260,9 +270,17 @@ class VectorIndex(PendingPart, RebuildPart, SearchPart):
             dead = np.zeros(cap, dtype=bool)
             dead[: self._n] = self._dead[: self._n]
             self._dead = dead
+            filed = np.zeros(cap, dtype=bool)
+            filed[: self._n] = self._filed[: self._n]
+            self._filed = filed
         self._row_ids[self._n:need] = ids
         self._dead[self._n:need] = False
+        self._filed[self._n:need] = False
+        rows = np.arange(self._n, need)
         self._n = need
+        if exact is not False:
+            mask = np.ones(len(rows), dtype=bool) if exact is True else np.asarray(exact, bool)
+            self._file_rows(rows[mask], vectors[mask])
 
     # --- mutation -----------------------------------------------------------------------------
     def bulk_add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
@@ -276,7 +294,7 @@ class VectorIndex(PendingPart, RebuildPart, SearchPart):
                 fresh = [p for p, i in enumerate(ids.tolist())
                          if rows[p] < 0 and i not in self._p_rows]
                 if fresh:
-                    self._add_main(ids[fresh], vectors[fresh])
+                    self._add_main(ids[fresh], vectors[fresh], exact=True)
         finally:
             faiss.omp_set_num_threads(1)
             _omp.set = True

@@ -34,6 +34,7 @@ class PendingPart(VectorState):
                 self._stop = False
                 self._spawner = spawner
                 self._indexer = spawner.thread("velesmem-indexer", self._index_loop)
+        self._start_fill()
 
     def stop_indexer(self) -> None:
         """Stop the background work (cancel a running rebuild, stop the indexer) and index
@@ -47,6 +48,7 @@ class PendingPart(VectorState):
             thread.join()
             self._indexer = None
         self._cancel_rebuild()  # one a racing remove() started before the indexer stopped
+        self._stop_fill()
         while self._p_rows:
             self._index_pending(vi.PENDING_CHUNK * 16)
 
@@ -94,8 +96,14 @@ class PendingPart(VectorState):
             stop = min(tail, head + limit)
             alive = np.flatnonzero(self._p_alive[head:stop]) + head
             if len(alive):
-                self._add_main(self._p_ids[alive].copy(), self._p_vecs[alive].copy())
-                for i in self._p_ids[alive].tolist():
+                ids = self._p_ids[alive].copy()
+                exact: bool | np.ndarray = True
+                if self._p_inexact:
+                    exact = np.fromiter((i not in self._p_inexact for i in ids.tolist()),
+                                        dtype=bool, count=len(ids))
+                    self._p_inexact.difference_update(ids.tolist())
+                self._add_main(ids, self._p_vecs[alive].copy(), exact)
+                for i in ids.tolist():
                     del self._p_rows[i]
             self._p_alive[head:stop] = False
             self._p_head = stop
@@ -110,7 +118,11 @@ class PendingPart(VectorState):
         with self.lock.write():
             fresh: list[int] = []
             waiting, was_due = len(self._p_rows), self._graph_due()
-            rows = self._lookup(ids).tolist()
+            found = self._lookup(ids)
+            if self._rows_file is not None and (found >= 0).any():
+                # a row revived or re-embedded keeps its graph place, with this exact vector
+                self._file_rows(found[found >= 0], vectors[found >= 0])
+            rows = found.tolist()
             for pos, i in enumerate(ids.tolist()):
                 row = rows[pos]
                 if row >= 0:
@@ -121,7 +133,7 @@ class PendingPart(VectorState):
                 elif i not in self._p_rows:
                     fresh.append(pos)
             if fresh and self._indexer is None:
-                self._add_main(ids[fresh], vectors[fresh])
+                self._add_main(ids[fresh], vectors[fresh], exact=True)
             elif fresh:
                 self._append_pending(ids[fresh], vectors[fresh])
             if seq is not None:
@@ -134,7 +146,11 @@ class PendingPart(VectorState):
                 while len(self._p_rows) > vi.PENDING_MAX and self._indexer is not None:
                     self._cv.wait(timeout=1.0)
 
-    def _append_pending(self, ids: np.ndarray, vectors: np.ndarray) -> None:
+    def _append_pending(self, ids: np.ndarray, vectors: np.ndarray, exact: bool = True) -> None:
+        """Append to the pending buffer (hold the write lock); ``exact`` False: the vectors are
+        decoded ones (a rebuild's), never written to the exact vector file."""
+        if not exact:
+            self._p_inexact.update(ids.tolist())
         need = self._p_tail + len(ids)
         if need > len(self._p_ids):
             live = slice(self._p_head, self._p_tail)

@@ -118,8 +118,10 @@ class RebuildPart(VectorState):
         self._sorted = None
         self._not_dead_sel = None
         self._sel_keep = ()
+        self._forget_filed()
         if len(extra_ids):
-            self._append_pending(extra_ids, extra_vecs)
+            self._append_pending(extra_ids, extra_vecs, exact=False)
+        self._start_fill()
 
     def _rebuild_locked(self) -> None:
         """Rebuild without the tombstones, in this thread (hold the write lock), a chunk of
@@ -130,6 +132,7 @@ class RebuildPart(VectorState):
         ids = self._row_ids[keep].copy()
         self._index = vi.new_faiss(self.dimension)
         self._n = 0
+        self._forget_filed()
         self._sorted = None
         self._n_dead = 0
         self._not_dead_sel = None

@@ -4,7 +4,7 @@ pending buffer merged in, and every candidate rescored from the exact vectors.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import faiss
 import numpy as np
@@ -37,7 +37,7 @@ class SearchPart(VectorState):
         wide = {i: ids[np.argsort(-approx, kind="stable")[:max(vi.TIGHTEN_FIRST, 2 * n)]]
                 for i, (ids, approx, _, n) in enumerate(windows)
                 if len(kept[i]) > max(vi.TIGHTEN_ABOVE, 2 * n)}
-        read = _Read(self.source, np.concatenate([np.zeros(0, np.int64), *wide.values()]))
+        read = _Read(self.exact_vectors, np.concatenate([np.zeros(0, np.int64), *wide.values()]))
         for i, first in wide.items():
             ids, approx, err, n = windows[i]
             found, vectors = read.subset(first)
@@ -125,7 +125,7 @@ class SearchPart(VectorState):
         n-th best exact score s; a row whose approximate score is below s - bound cannot reach
         it, so only the others stay candidates."""
         first = ids[np.argsort(-approx, kind="stable")[:max(vi.TIGHTEN_FIRST, 2 * n)]]
-        found, vectors = self.source.fetch(first)
+        found, vectors = self.exact_vectors(first)
         if len(found) < n:  # forgotten meanwhile: keep the whole window
             return vi.near_top(ids, approx, n, bound)
         exact = vectors @ q
@@ -143,7 +143,7 @@ class SearchPart(VectorState):
 
     def _rescore(self, q: np.ndarray, ids: np.ndarray, n: int) -> list[tuple[int, float]]:
         """The top ``n`` of ``ids`` by exact inner product with their stored vectors."""
-        found, vectors = self.source.fetch(ids)
+        found, vectors = self.exact_vectors(ids)
         # einsum: each row's product alone, as ``scored`` takes it (a BLAS product's rounding
         # depends on its batch, and equal vectors must tie)
         sims = np.einsum("ij,j->i", vectors, q) if len(found) else np.zeros(0, np.float32)
@@ -311,8 +311,9 @@ class _Read:
     only ids not read yet; ``subset`` gives a search its rows in the order one read of its own
     would have returned them (the source returns rows ordered by id)."""
 
-    def __init__(self, source: vi.ExactSource, ids: np.ndarray) -> None:
-        self._source = source
+    def __init__(self, fetch: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
+                 ids: np.ndarray) -> None:
+        self._fetch = fetch
         self._ids = np.zeros(0, np.int64)
         self._vectors: np.ndarray | None = None
         self.more(ids)
@@ -321,7 +322,7 @@ class _Read:
         fresh = np.setdiff1d(np.asarray(ids, np.int64), self._ids)
         if not len(fresh):
             return
-        found, vectors = self._source.fetch(fresh)
+        found, vectors = self._fetch(fresh)
         ids = np.concatenate([self._ids, found])
         stacked = vectors if self._vectors is None else np.vstack([self._vectors, vectors])
         order = np.argsort(ids, kind="stable")

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from velesmem.store.sqlite.exact import MemoryVectors
     from velesmem.store.sqlite.rwlock import RWLock
     from velesmem.store.sqlite.vector_index import ExactSource
+    from velesmem.store.sqlite.vector_rows import RowFile
 
 
 class VectorState:
@@ -54,6 +55,12 @@ class VectorState:
     _rebuilder: threading.Thread | None
     _rebuild_cancel: threading.Event
     _build_hook: Callable[[int], None] | None
+    _rows_file: RowFile | None
+    _filed: np.ndarray
+    _fill_generation: int
+    _filler: threading.Thread | None
+    _fill_stop: threading.Event
+    _p_inexact: set[int]
 
     if TYPE_CHECKING:  # what one part calls in another
         @property
@@ -62,9 +69,21 @@ class VectorState:
         @property
         def pending_count(self) -> int: ...
 
-        def _add_main(self, ids: np.ndarray, vectors: np.ndarray) -> None: ...
+        def _add_main(self, ids: np.ndarray, vectors: np.ndarray,
+                      exact: bool | np.ndarray = False) -> None: ...
 
-        def _append_pending(self, ids: np.ndarray, vectors: np.ndarray) -> None: ...
+        def _append_pending(self, ids: np.ndarray, vectors: np.ndarray,
+                            exact: bool = True) -> None: ...
+
+        def _file_rows(self, rows: np.ndarray, vectors: np.ndarray) -> None: ...
+
+        def _forget_filed(self) -> None: ...
+
+        def _start_fill(self) -> None: ...
+
+        def _stop_fill(self) -> None: ...
+
+        def exact_vectors(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
 
         def _cancel_rebuild(self) -> None: ...
 

@@ -1,0 +1,136 @@
+"""The exact vectors by row in a file: filled as rows join HNSW and in the background, moved
+with a rebuild, rewritten when an id comes back with another vector, and never needed for a
+right answer (the store answers whatever the file does not hold)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.support import wait_for
+from velesmem.runtime import ThreadSpawner
+from velesmem.store.sqlite import vector_index
+from velesmem.store.sqlite.vector_index import VectorIndex
+from velesmem.store.sqlite.vector_rows import RowFile, available
+
+pytestmark = pytest.mark.skipif(not available(), reason="needs pread/pwrite (POSIX)")
+
+
+def vectors(n: int, seed: int = 0) -> np.ndarray:
+    x = np.random.default_rng(seed).standard_normal((n, 16)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def exact_of(index: VectorIndex, ids: np.ndarray) -> dict[int, bytes]:
+    found, got = index.exact_vectors(ids)
+    return {int(i): got[j].tobytes() for j, i in enumerate(found.tolist())}
+
+
+def wait_filed(index: VectorIndex) -> None:
+    wait_for(lambda: index.pending_count == 0 and not index.rebuilding
+             and index.filed_rows == index.live_count,
+             what="every live row's exact vector in the file", poll_s=0.01)
+
+
+@pytest.fixture
+def graph(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every vector joins HNSW (no exact small-index scan), rebuilds from 10 tombstones."""
+    monkeypatch.setattr(vector_index, "EXACT_SCAN_MAX", 0)
+    monkeypatch.setattr(vector_index, "REBUILD_MIN_TOMBSTONES", 10)
+
+
+def test_rows_are_written_as_they_join_the_graph_and_read_back_exactly(
+        tmp_path: Path, graph: None) -> None:
+    x = vectors(600)
+    ids = np.arange(600, dtype=np.int64)
+    index = VectorIndex(16)
+    index.keep_exact_rows(tmp_path)
+    index.start_indexer(ThreadSpawner())
+    try:
+        for start in range(0, 600, 50):
+            index.add(ids[start:start + 50], x[start:start + 50])
+        wait_filed(index)
+        assert index.filed_rows == 600
+        assert exact_of(index, ids) == {i: x[i].tobytes() for i in range(600)}
+        plain = VectorIndex(16)
+        plain.add(ids, x)
+        for q in x[:20]:
+            assert index.search(q, 10) == plain.search(q, 10)
+    finally:
+        index.stop_indexer()
+        index.drop_exact_rows()
+    assert index.filed_rows == 0
+    assert exact_of(index, ids[:5]) == {i: x[i].tobytes() for i in range(5)}  # from the source
+
+
+def test_rows_already_indexed_are_filled_in_the_background(tmp_path: Path, graph: None) -> None:
+    x = vectors(3000, seed=1)
+    ids = np.arange(3000, dtype=np.int64) * 7
+    index = VectorIndex(16)
+    index.bulk_add(ids, x)  # as an index loaded at open: every row there before the file
+    index.remove([int(i) for i in ids[:5]])
+    index.keep_exact_rows(tmp_path)
+    index.start_indexer(ThreadSpawner())
+    try:
+        wait_filed(index)
+        assert index.filed_rows == 2995
+        assert exact_of(index, ids[5:]) == {int(ids[i]): x[i].tobytes() for i in range(5, 3000)}
+    finally:
+        index.stop_indexer()
+        index.drop_exact_rows()
+
+
+def test_a_rebuild_moves_the_rows_and_the_file_follows(tmp_path: Path, graph: None) -> None:
+    x = vectors(1000, seed=2)
+    ids = np.arange(1000, dtype=np.int64)
+    index = VectorIndex(16)
+    index.keep_exact_rows(tmp_path)
+    index.start_indexer(ThreadSpawner())
+    try:
+        index.add(ids, x)
+        wait_filed(index)
+        index.remove(list(range(0, 1000, 3)))  # a third: past the threshold, rebuilt
+        wait_for(lambda: index.ntotal < 1000, what="the rebuild's swap", poll_s=0.01)
+        wait_filed(index)
+        live = [i for i in range(1000) if i % 3]
+        assert index.filed_rows == len(live)
+        assert exact_of(index, ids[live]) == {i: x[i].tobytes() for i in live}
+    finally:
+        index.stop_indexer()
+        index.drop_exact_rows()
+
+
+def test_an_id_added_again_with_another_vector_reads_the_new_one(tmp_path: Path,
+                                                                  graph: None) -> None:
+    x = vectors(200, seed=3)
+    ids = np.arange(200, dtype=np.int64)
+    index = VectorIndex(16)
+    index.keep_exact_rows(tmp_path)
+    index.start_indexer(ThreadSpawner())
+    try:
+        index.add(ids, x)
+        wait_filed(index)
+        index.remove([4, 5])
+        other = vectors(2, seed=4)
+        index.add(ids[4:6], other)  # revived in place (a re-embedding does the same)
+        index.add(ids[6:7], other[:1])  # a live row given a new vector
+        got = exact_of(index, ids[3:8])
+        assert got == {3: x[3].tobytes(), 4: other[0].tobytes(), 5: other[1].tobytes(),
+                       6: other[0].tobytes(), 7: x[7].tobytes()}
+    finally:
+        index.stop_indexer()
+        index.drop_exact_rows()
+
+
+def test_a_record_past_the_end_of_the_file_is_an_error(tmp_path: Path) -> None:
+    rows = RowFile(tmp_path, 4)
+    try:
+        rows.write(0, np.ones((2, 4), dtype=np.float32))
+        assert rows.read(np.array([1, 0])).tolist() == [[1.0] * 4, [1.0] * 4]
+        with pytest.raises(OSError, match="ends before row 2"):
+            rows.read(np.array([2]))
+        assert list(tmp_path.iterdir()) == []  # the file has no name
+    finally:
+        rows.close()

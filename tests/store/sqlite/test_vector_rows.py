@@ -134,3 +134,23 @@ def test_a_record_past_the_end_of_the_file_is_an_error(tmp_path: Path) -> None:
         assert list(tmp_path.iterdir()) == []  # the file has no name
     finally:
         rows.close()
+
+
+def test_lookups_among_the_newest_rows_see_every_row_added_since_the_last_one(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sorted ids of the rows added since the map was sorted are kept between lookups,
+    and never outlive an add or a rebuild."""
+    monkeypatch.setattr(vector_index, "SORTED_REBUILD_MIN", 100_000)  # every row stays "newest"
+    monkeypatch.setattr(vector_index, "REBUILD_MIN_TOMBSTONES", 10)
+    x = vectors(400, seed=6)
+    ids = np.random.default_rng(6).permutation(400).astype(np.int64) * 11
+    index = VectorIndex(16)
+    index.add(ids[:1], x[:1])
+    assert index.own_vectors(ids[:1])[0].tolist() == [int(ids[0])]  # the map is sorted here
+    for start in range(1, 400, 100):
+        index.add(ids[start:start + 100], x[start:start + 100])
+        found = index.own_vectors(ids[: start + 100])[0]  # more than a scan's 16 at a time
+        assert sorted(found.tolist()) == sorted(ids[: start + 100].tolist())
+    index.remove([int(i) for i in ids[:150]])  # past the threshold: rebuilt, rows renumbered
+    assert index.ntotal == 250
+    assert sorted(index.own_vectors(ids)[0].tolist()) == sorted(ids[150:].tolist())

@@ -222,6 +222,8 @@ class VectorIndex(PendingPart, RebuildPart, SearchPart, RowsPart):
         self._filler: threading.Thread | None = None
         self._fill_stop = threading.Event()
         self._p_inexact: set[int] = set()  # pending ids holding decoded vectors (a rebuild's)
+        self._tail: tuple[tuple[int, int], np.ndarray, np.ndarray] | None = None  # _sorted_tail
+        self._last_search = 0.0  # monotonic: when a search last started (the fill yields to them)
 
     # --- size -------------------------------------------------------------------------------
     def _stored_magnitude(self) -> tuple[float, float]:

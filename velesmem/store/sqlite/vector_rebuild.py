@@ -116,6 +116,7 @@ class RebuildPart(VectorState):
         self._dead[:n] = dead
         self._n_dead = int(dead.sum())
         self._sorted = None
+        self._tail = None
         self._not_dead_sel = None
         self._sel_keep = ()
         self._forget_filed()
@@ -134,6 +135,7 @@ class RebuildPart(VectorState):
         self._n = 0
         self._forget_filed()
         self._sorted = None
+        self._tail = None
         self._n_dead = 0
         self._not_dead_sel = None
         self._sel_keep = ()

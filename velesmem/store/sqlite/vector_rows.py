@@ -16,6 +16,7 @@ import logging
 import os
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +27,8 @@ log = logging.getLogger(__name__)
 
 _preadv = getattr(os, "preadv", None)  # Linux, and macOS 11+
 FILL_CHUNK = 512  # rows filled from the store per read (the write lock is held while they are written)
+# the fill takes the index's quiet moments: it waits until no search has started for this long
+FILL_QUIET_S = 0.05
 
 
 def available() -> bool:
@@ -205,6 +208,10 @@ class RowsPart(VectorState):
         try:
             start, seen = 0, -1
             while not self._fill_stop.is_set():
+                quiet = time.monotonic() - self._last_search
+                if quiet < FILL_QUIET_S:  # searches are running: they come first
+                    self._fill_stop.wait(FILL_QUIET_S - quiet)
+                    continue
                 with self.lock.read():
                     if self._rows_file is None:
                         return

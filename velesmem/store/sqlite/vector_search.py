@@ -4,6 +4,7 @@ pending buffer merged in, and every candidate rescored from the exact vectors.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 
 import faiss
@@ -93,6 +94,7 @@ class SearchPart(VectorState):
         """The live ids ``search`` rescores: its top ``n``, and more where 8-bit scores lie too
         close to the n-th to tell apart (int64, in no particular order)."""
         vi.single_thread()
+        self._last_search = time.monotonic()
         q = np.ascontiguousarray(query, dtype=np.float32).reshape(1, self.dimension)
         with self.lock.read():
             if n <= 0 or self.live_count == 0:
@@ -211,11 +213,24 @@ class SearchPart(VectorState):
                     if len(at):
                         out[k] = base_n + int(at[0])
             else:
-                order = np.argsort(tail, kind="stable")
-                pos = np.minimum(np.searchsorted(tail[order], ids), len(tail) - 1)
-                hit = (tail[order][pos] == ids) & (out < 0)
+                tail_ids, order = self._sorted_tail(base_n)
+                pos = np.minimum(np.searchsorted(tail_ids, ids), len(tail_ids) - 1)
+                hit = (tail_ids[pos] == ids) & (out < 0)
                 out[hit] = base_n + order[pos[hit]]
         return out
+
+    def _sorted_tail(self, base_n: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ids of rows [base_n, n) sorted, and their offsets from base_n (hold a lock),
+        kept until a row is added or the base is re-sorted: a search's lookup of its candidates
+        among the rows added since would sort them each time."""
+        key = (base_n, self._n)
+        cached = self._tail
+        if cached is None or cached[0] != key:
+            tail = self._row_ids[base_n:self._n]
+            order = np.argsort(tail, kind="stable")
+            cached = (key, tail[order], order)
+            self._tail = cached
+        return cached[1], cached[2]
 
     def _scan(self, q: np.ndarray, n: int, rows: np.ndarray | None, count: int,
               bound: float) -> tuple[np.ndarray, np.ndarray]:

@@ -61,6 +61,8 @@ class VectorState:
     _filler: threading.Thread | None
     _fill_stop: threading.Event
     _p_inexact: set[int]
+    _last_search: float
+    _tail: tuple[tuple[int, int], np.ndarray, np.ndarray] | None
 
     if TYPE_CHECKING:  # what one part calls in another
         @property

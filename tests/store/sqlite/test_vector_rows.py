@@ -129,6 +129,7 @@ def test_a_record_past_the_end_of_the_file_is_an_error(tmp_path: Path) -> None:
     try:
         rows.write(0, np.ones((2, 4), dtype=np.float32))
         assert rows.read(np.array([1, 0])).tolist() == [[1.0] * 4, [1.0] * 4]
+        assert rows.read(np.zeros(0, np.int64)).shape == (0, 4)
         with pytest.raises(OSError, match="ends before row 2"):
             rows.read(np.array([2]))
         assert list(tmp_path.iterdir()) == []  # the file has no name

@@ -58,6 +58,8 @@ class RowFile:
         """The records of ``rows`` (each written before); OSError on a short read."""
         out = np.empty((len(rows), self.dimension), dtype=np.float32)
         size, fd = self._size, self._fd
+        if not len(rows):
+            return out
         if _preadv is not None:  # straight into ``out``
             view = memoryview(out).cast("B")  # type: ignore[arg-type]
             for j, row in enumerate(rows.tolist()):

@@ -87,9 +87,11 @@ def written_after(conn: sqlite3.Connection, space: int, keys: list[int],
                   through: tuple[int, int]) -> set[int]:
     """Those of ``keys`` whose vector in ``space`` lies past the cursor place ``through``."""
     seq, key = through
-    return {int(k) for (k,) in in_query(
-        conn, "SELECT id FROM space_vectors WHERE id IN ({}) AND space = ? "
-              "AND (seq > ? OR (seq = ? AND id > ?))", keys, (space, seq, seq, key))}
+    # looked up by key: a condition on seq would let SQLite walk its seq index past the cursor,
+    # every row of the backlog for each batch
+    rows = in_query(conn, "SELECT id, seq FROM space_vectors WHERE id IN ({}) AND space = ?",
+                    keys, (space,))
+    return {int(k) for k, s in rows if (s, k) > (seq, key)}
 
 
 def backlog(conn: sqlite3.Connection, space: int) -> int:

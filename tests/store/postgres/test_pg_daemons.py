@@ -72,6 +72,7 @@ elif mode == "jobs":
         job = store.claim_job("extract", NOW).result()
         if job is None:
             break
+        print(job.id, flush=True)  # claimed (the parent waits for the first)
         time.sleep(0.002)  # the work
         store.update_job(job.id, NOW, state="committed", result={{"by": store.worker}}).result()
         ran.append(job.id)
@@ -186,11 +187,16 @@ def test_fifty_jobs_and_two_daemons_each_job_runs_exactly_once(pg: PostgresStore
     child = Child(spawn, postgres_url, "jobs", None)
     child.go()
     mine: list[str] = []
-    while (job := pg.claim_job("extract", NOW).result()) is not None:
+    job = pg.claim_job("extract", NOW).result()
+    # no further claim until the child has claimed one too: alone, this loop could empty the
+    # queue before a loaded machine ran the child at all
+    assert child.proc.stdout.readline().strip().startswith("job-")
+    while job is not None:
         time.sleep(0.002)
         pg.update_job(job.id, NOW, state="committed", result={"by": pg.worker}).result()
         mine.append(job.id)
-    theirs = json.loads(child.result())
+        job = pg.claim_job("extract", NOW).result()
+    theirs = json.loads(child.result().splitlines()[-1])
     assert sorted(mine + theirs) == [f"job-{n:02d}" for n in range(50)]
     assert mine and theirs, "both daemons should have claimed work"
     with pg._conn() as conn:

@@ -10,7 +10,7 @@ from typing import Any
 from fastmcp import Client
 from skill_refs import Surface, param_paths, result_paths
 
-from tests.support import wait_for_async
+from tests.support import DEADLINE_S, deadline_scale, wait_for_async
 from velesmem.mcp.app import AppContext
 from velesmem.mcp.server import build_server
 from tests.support.mcp_memory import in_memory
@@ -49,7 +49,8 @@ async def collect(runtime: Runtime) -> Surface:
                                metadata={"project": "demo", "kind": "decision"}))["id_str"]
         await call("relate", **{"from": decision, "to": pr, "relation": "implemented_by"})
         await call("unrelate", **{"from": decision, "to": ticket, "relation": "none"})
-        runtime.autograph.wait_idle(10)
+        # the entity below reads the hubs the autograph links in the background
+        assert runtime.autograph.wait_idle(DEADLINE_S * deadline_scale())
         await call("recall", query="upload retries", filter={"project": "demo"})
         await call("recall_where", query="upload retries",
                    filters=[{"field": "_veles_date", "op": "ge", "value": 20000101}])

@@ -4,6 +4,7 @@ right answer (the store answers whatever the file does not hold)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -41,28 +42,35 @@ def graph(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(vector_index, "REBUILD_MIN_TOMBSTONES", 10)
 
 
-def test_rows_are_written_as_they_join_the_graph_and_read_back_exactly(
-        tmp_path: Path, graph: None) -> None:
-    x = vectors(600)
-    ids = np.arange(600, dtype=np.int64)
+@pytest.fixture
+def filed(tmp_path: Path, graph: None) -> Iterator[VectorIndex]:
+    """An empty index keeping its exact rows in a file in ``tmp_path``, its indexer running."""
     index = VectorIndex(16)
     index.keep_exact_rows(tmp_path)
     index.start_indexer(ThreadSpawner())
     try:
-        for start in range(0, 600, 50):
-            index.add(ids[start:start + 50], x[start:start + 50])
-        wait_filed(index)
-        assert index.filed_rows == 600
-        assert exact_of(index, ids) == {i: x[i].tobytes() for i in range(600)}
-        plain = VectorIndex(16)
-        plain.add(ids, x)
-        for q in x[:20]:
-            assert index.search(q, 10) == plain.search(q, 10)
+        yield index
     finally:
         index.stop_indexer()
         index.drop_exact_rows()
-    assert index.filed_rows == 0
-    assert exact_of(index, ids[:5]) == {i: x[i].tobytes() for i in range(5)}  # from the source
+
+
+def test_rows_are_written_as_they_join_the_graph_and_read_back_exactly(
+        filed: VectorIndex) -> None:
+    x = vectors(600)
+    ids = np.arange(600, dtype=np.int64)
+    for start in range(0, 600, 50):
+        filed.add(ids[start:start + 50], x[start:start + 50])
+    wait_filed(filed)
+    assert filed.filed_rows == 600
+    assert exact_of(filed, ids) == {i: x[i].tobytes() for i in range(600)}
+    plain = VectorIndex(16)
+    plain.add(ids, x)
+    for q in x[:20]:
+        assert filed.search(q, 10) == plain.search(q, 10)
+    filed.drop_exact_rows()
+    assert filed.filed_rows == 0
+    assert exact_of(filed, ids[:5]) == {i: x[i].tobytes() for i in range(5)}  # from the source
 
 
 def test_rows_already_indexed_are_filled_in_the_background(tmp_path: Path, graph: None) -> None:
@@ -82,46 +90,31 @@ def test_rows_already_indexed_are_filled_in_the_background(tmp_path: Path, graph
         index.drop_exact_rows()
 
 
-def test_a_rebuild_moves_the_rows_and_the_file_follows(tmp_path: Path, graph: None) -> None:
+def test_a_rebuild_moves_the_rows_and_the_file_follows(filed: VectorIndex) -> None:
     x = vectors(1000, seed=2)
     ids = np.arange(1000, dtype=np.int64)
-    index = VectorIndex(16)
-    index.keep_exact_rows(tmp_path)
-    index.start_indexer(ThreadSpawner())
-    try:
-        index.add(ids, x)
-        wait_filed(index)
-        index.remove(list(range(0, 1000, 3)))  # a third: past the threshold, rebuilt
-        wait_for(lambda: index.ntotal < 1000, what="the rebuild's swap", poll_s=0.01)
-        wait_filed(index)
-        live = [i for i in range(1000) if i % 3]
-        assert index.filed_rows == len(live)
-        assert exact_of(index, ids[live]) == {i: x[i].tobytes() for i in live}
-    finally:
-        index.stop_indexer()
-        index.drop_exact_rows()
+    filed.add(ids, x)
+    wait_filed(filed)
+    filed.remove(list(range(0, 1000, 3)))  # a third: past the threshold, rebuilt
+    wait_for(lambda: filed.ntotal < 1000, what="the rebuild's swap", poll_s=0.01)
+    wait_filed(filed)
+    live = [i for i in range(1000) if i % 3]
+    assert filed.filed_rows == len(live)
+    assert exact_of(filed, ids[live]) == {i: x[i].tobytes() for i in live}
 
 
-def test_an_id_added_again_with_another_vector_reads_the_new_one(tmp_path: Path,
-                                                                  graph: None) -> None:
+def test_an_id_added_again_with_another_vector_reads_the_new_one(filed: VectorIndex) -> None:
     x = vectors(200, seed=3)
     ids = np.arange(200, dtype=np.int64)
-    index = VectorIndex(16)
-    index.keep_exact_rows(tmp_path)
-    index.start_indexer(ThreadSpawner())
-    try:
-        index.add(ids, x)
-        wait_filed(index)
-        index.remove([4, 5])
-        other = vectors(2, seed=4)
-        index.add(ids[4:6], other)  # revived in place (a re-embedding does the same)
-        index.add(ids[6:7], other[:1])  # a live row given a new vector
-        got = exact_of(index, ids[3:8])
-        assert got == {3: x[3].tobytes(), 4: other[0].tobytes(), 5: other[1].tobytes(),
-                       6: other[0].tobytes(), 7: x[7].tobytes()}
-    finally:
-        index.stop_indexer()
-        index.drop_exact_rows()
+    filed.add(ids, x)
+    wait_filed(filed)
+    filed.remove([4, 5])
+    other = vectors(2, seed=4)
+    filed.add(ids[4:6], other)  # revived in place (a re-embedding does the same)
+    filed.add(ids[6:7], other[:1])  # a live row given a new vector
+    got = exact_of(filed, ids[3:8])
+    assert got == {3: x[3].tobytes(), 4: other[0].tobytes(), 5: other[1].tobytes(),
+                   6: other[0].tobytes(), 7: x[7].tobytes()}
 
 
 def test_a_record_past_the_end_of_the_file_is_an_error(tmp_path: Path) -> None:

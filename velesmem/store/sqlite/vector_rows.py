@@ -25,15 +25,14 @@ from velesmem.store.sqlite.vector_state import VectorState
 
 log = logging.getLogger(__name__)
 
-_preadv = getattr(os, "preadv", None)  # Linux, and macOS 11+
 FILL_CHUNK = 512  # rows filled from the store per read (the write lock is held while they are written)
 # the fill takes the index's quiet moments: it waits until no search has started for this long
 FILL_QUIET_S = 0.05
 
 
 def available() -> bool:
-    """Whether this platform reads and writes at an offset (POSIX)."""
-    return hasattr(os, "pread") and hasattr(os, "pwrite")
+    """Whether this platform reads into a buffer and writes at an offset (Linux, macOS 11+)."""
+    return hasattr(os, "preadv") and hasattr(os, "pwrite")
 
 
 class RowFile:
@@ -60,17 +59,10 @@ class RowFile:
         size, fd = self._size, self._fd
         if not len(rows):
             return out
-        if _preadv is not None:  # straight into ``out``
-            view = memoryview(out).cast("B")  # type: ignore[arg-type]
-            for j, row in enumerate(rows.tolist()):
-                if _preadv(fd, [view[j * size:(j + 1) * size]], row * size) != size:
-                    raise OSError(f"the exact vector file ends before row {row}")
-            return out
-        for j, row in enumerate(rows.tolist()):
-            record = os.pread(fd, size, row * size)
-            if len(record) != size:
+        view = memoryview(out).cast("B")  # type: ignore[arg-type]
+        for j, row in enumerate(rows.tolist()):  # straight into ``out``
+            if os.preadv(fd, [view[j * size:(j + 1) * size]], row * size) != size:
                 raise OSError(f"the exact vector file ends before row {row}")
-            out[j] = np.frombuffer(record, dtype=np.float32)
         return out
 
     def close(self) -> None:
@@ -155,7 +147,7 @@ class RowsPart(VectorState):
         if rows_file is None or not len(rows):
             return
         try:
-            if int(rows[-1]) - int(rows[0]) == len(rows) - 1 and np.all(np.diff(rows) == 1):
+            if np.all(np.diff(rows) == 1):
                 rows_file.write(int(rows[0]), vectors)
             else:
                 for row, vector in zip(rows.tolist(), vectors):
@@ -227,16 +219,16 @@ class RowsPart(VectorState):
                     return
                 start = int(rows[-1]) + 1  # a row the store has no vector for is left to it
                 found, vectors = self.source.fetch(ids)
-                order = np.argsort(found, kind="stable")
-                at = np.minimum(np.searchsorted(found[order], ids), max(len(found) - 1, 0))
-                has = found[order][at] == ids if len(found) else np.zeros(len(ids), dtype=bool)
                 with self.lock.write():
                     if seen != self._fill_generation or self._rows_file is None:
                         continue
                     # rows never move within a generation; one ``add`` wrote meanwhile keeps
                     # the vector it was given
-                    keep = has & ~self._filed[rows]
-                    self._file_rows(rows[keep], vectors[order][at[keep]])
+                    at = self._lookup(found)
+                    keep = np.flatnonzero(at >= 0)
+                    keep = keep[~self._filed[at[keep]]]
+                    keep = keep[np.argsort(at[keep], kind="stable")]  # in row order: one write
+                    self._file_rows(at[keep], vectors[keep])
         except Exception:  # the store still answers every exact read
             log.exception("filling the exact vector file failed; reading the store instead")
         finally:

@@ -85,9 +85,36 @@ _SYSTEM_RE = re.compile(
     r"\b[Tt]he ((?:(?:[a-z][a-z0-9]*(?:-[a-z0-9]+)*|[A-Z]{2,6}) ){1,2})("
     + "|".join(sorted(SYSTEM_NOUNS, key=len, reverse=True)) + r")\b")
 
+
+
+Trie = dict[str, "Trie"]  # a letter → the tree of what may follow it; "" marks a word's end
+
+
+def _trie_alternation(words: list[str]) -> str:
+    """A regex matching exactly ``words``, longest first, written as a prefix tree: at each
+    position the engine follows one branch per letter instead of trying every word in turn."""
+    trie: Trie = {}
+    for word in words:
+        node = trie
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def branch(node: Trie) -> str:
+        alternatives = [re.escape(char) + branch(child)
+                        for char, child in sorted(node.items()) if char]
+        if not alternatives:
+            return ""
+        body = alternatives[0] if len(alternatives) == 1 else f"(?:{'|'.join(alternatives)})"
+        return f"(?:{body})?" if "" in node else body
+
+    return branch(trie)
+
+
 _TECH_RE = re.compile(
-    r"(?<![\w./@#-])(" + "|".join(sorted(map(re.escape, _SPELLING), key=len, reverse=True))
-    + r")(?![\w-]|\.\w)", re.IGNORECASE)
+    r"(?<![\w./@#-])(" + _trie_alternation(sorted(_SPELLING)) + r")(?![\w-]|\.\w)",
+    re.IGNORECASE)
+_CAPITAL = re.compile("[A-Z]")
 _WORD = r"[A-Z][a-z]++(?:-[A-Z][a-z]++)?+"
 _RUN_RE = re.compile(rf"(?<![\w.@/-]){_WORD}(?: {_WORD})*+(?:['’]s)?+(?![\w@/-]|\.\w)")
 
@@ -97,9 +124,10 @@ def _technologies(text: str) -> list[tuple[int, Identifier]]:
     for match in _TECH_RE.finditer(text):
         surface = match.group(1)
         low = surface.lower()
-        if low in CAPITALISED_ONLY and not surface[0].isupper():
+        canonical = _SPELLING.get(low)  # None for "k8ſ": case-blind matching folds ſ to s
+        if canonical is None or (low in CAPITALISED_ONLY and not surface[0].isupper()):
             continue
-        found.append((match.start(), Identifier(TECHNOLOGY, _SPELLING[low], surface)))
+        found.append((match.start(), Identifier(TECHNOLOGY, canonical, surface)))
     return found
 
 
@@ -164,8 +192,12 @@ def find_names(text: str) -> list[Identifier]:
 
     Pure and deterministic; never raises on any string. A name over MAX_IDENTIFIER_BYTES is
     left out (it could not name a hub)."""
-    hits = sorted(_technologies(text) + _proper_names(text) + _systems(text),
-                  key=lambda h: h[0])
+    hits = _technologies(text)
+    if _CAPITAL.search(text) is not None:  # every proper name starts with a capital
+        hits += _proper_names(text)
+    if "he " in text:  # every system name follows "the" or "The"
+        hits += _systems(text)
+    hits.sort(key=lambda h: h[0])
     out: dict[str, Identifier] = {}
     for _, ident in hits:
         if ident.canonical in out:

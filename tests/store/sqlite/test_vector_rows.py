@@ -10,9 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import velesmem
 from tests.support import wait_for
+from velesmem.ids import parse_id, to_i64
 from velesmem.runtime import ThreadSpawner
-from velesmem.store.sqlite import vector_index
+from velesmem.store.sqlite import vector_index, vector_rows
+from velesmem.store.sqlite.backend import SqliteStore
 from velesmem.store.sqlite.vector_index import VectorIndex
 from velesmem.store.sqlite.vector_rows import RowFile, available
 
@@ -148,3 +151,36 @@ def test_lookups_among_the_newest_rows_see_every_row_added_since_the_last_one(
     index.remove([int(i) for i in ids[:150]])  # past the threshold: rebuilt, rows renumbered
     assert index.ntotal == 250
     assert sorted(index.own_vectors(ids)[0].tolist()) == sorted(ids[150:].tolist())
+
+
+def test_a_reopened_store_is_ready_with_every_row_in_the_file(
+        tmp_path: Path, graph: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(vector_rows, "FILL_CHUNK", 1)  # a fill long enough to be seen running
+    with velesmem.open(tmp_path, embedder="hash") as runtime:
+        for n in range(300):
+            runtime.memory.remember(f"fact number {n} about the cache lock")
+    with velesmem.open(tmp_path, embedder="hash") as runtime:
+        store = runtime.memory.store
+        assert isinstance(store, SqliteStore) and store.index is not None
+        index = store.index
+        assert index.live_count == 300
+        assert index.filed_rows == 300  # warm waited for the fill: no search reads the store
+
+
+def test_scores_read_from_the_file_equal_the_stores(tmp_path: Path, graph: None) -> None:
+    with velesmem.open(tmp_path, embedder="hash") as runtime:
+        memory = runtime.memory
+        ids = [memory.remember(f"note {n}: the rate limiter allows {n} requests").id
+               for n in range(120)]
+        memory.forget(ids[3])
+        store = memory.store
+        assert isinstance(store, SqliteStore) and store.index is not None
+        index = store.index
+        wait_filed(index)
+        keys = [to_i64(parse_id(i)) for i in ids[:60]]
+        query = memory.embedder.embed(["how many requests does the rate limiter allow"])[0]
+        now = memory.now()
+        from_file = store.scored(query, keys, now)
+        index.drop_exact_rows()
+        assert from_file == store.scored(query, keys, now)
+        assert len(from_file) == 59 and to_i64(parse_id(ids[3])) not in from_file

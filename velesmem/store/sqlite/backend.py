@@ -254,6 +254,7 @@ class SqliteStore(ReadPart, SearchPart, MigrationPart, JobPart):
         if self._spawner is not None:  # never started: vectors are indexed synchronously
             index.keep_exact_rows(self.directory)
             index.start_indexer(self._spawner)
+            index.wait_filled(cancelled)  # vector search reads the file from its first query
         progress.phase = "ready"
         self.warm_done = True
 

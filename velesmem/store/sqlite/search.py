@@ -63,6 +63,18 @@ class SearchPart(StorePart):
         space = self.serving
         if not keys or space is None:
             return {}
+        index = self.index
+        if (index is not None and index.keeps_exact_rows
+                and index.source is self.vector_source(space)):
+            # the index keeps this space's exact vectors by row in a file: read the facts'
+            # liveness and confidence alone, and the vectors from there (a pread each, where
+            # the join below seeks a second B-tree per fact)
+            confidence = self.confidences(keys, now)
+            ids, vectors = index.exact_vectors(np.fromiter(confidence, np.int64,
+                                                           len(confidence)))
+            products = np.einsum("ij,j->i", vectors, np.asarray(query, np.float32))
+            cosine = dict(zip(ids.tolist(), products.tolist()))
+            return {i: (cosine.get(i, 0.0), c) for i, c in confidence.items()}
         # one statement: the fact's liveness and confidence, and its exact stored vector
         sql = (f"SELECT f.id, f.confidence, v.vector FROM facts f LEFT JOIN space_vectors v "
                f"ON v.space = {int(space.id)} AND v.id = f.id "

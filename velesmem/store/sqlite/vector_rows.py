@@ -6,8 +6,8 @@ B-tree seek through a small page cache; from a file of fixed-size records by row
 memory map would count them as the process's). The file is derived and private to the process:
 an unlinked temporary file in the store directory, gone when the process ends, so a crash can
 leave nothing stale behind. Rows are written as they join HNSW with the exact vectors ``add``
-was given, the rest are filled from the store in the background; a row not written yet (or a
-file that failed) is read from the store as before.
+was given, the rest are filled from the store in the background (a store's warm waits for that
+first fill); a row not written yet (or a file that failed) is read from the store as before.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import os
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -110,6 +111,12 @@ class RowsPart(VectorState):
             rows_file.close()
 
     @property
+    def keeps_exact_rows(self) -> bool:
+        """Whether exact vectors are read from the file (rows not written yet still come from
+        the store)."""
+        return self._rows_file is not None
+
+    @property
     def filed_rows(self) -> int:
         """Live HNSW rows whose exact vector the file holds (0 without a file)."""
         with self.lock.read():
@@ -187,6 +194,18 @@ class RowsPart(VectorState):
                 return
             self._fill_stop.clear()
             self._filler = spawner.thread("velesmem-vector-rows", self._fill_loop)
+
+    def wait_filled(self, cancelled: Callable[[], bool] = lambda: False) -> None:
+        """Return once the background fill has written every row present (or stopped), so
+        the searches that follow read the file from the first one: a fill started beside a
+        stream of searches would otherwise wait for a quiet moment."""
+        while not cancelled():
+            filler = self._filler
+            if filler is None or filler is threading.current_thread():
+                return
+            filler.join(FILL_QUIET_S)
+            if not filler.is_alive():
+                return
 
     def _stop_fill(self) -> None:
         filler = self._filler

@@ -92,6 +92,16 @@ def test_states_from_starting_to_closed(tmp_path: Path) -> None:
     assert rt.state is State.CLOSED
 
 
+def test_a_warm_that_ends_after_drain_leaves_the_runtime_draining(tmp_path: Path) -> None:
+    embedder = SlowToWarm()
+    with Runtime.open(Settings(path=tmp_path), embedder=embedder) as rt:
+        assert embedder.started.wait(5)
+        rt.drain()
+        embedder.release.set()
+        wait_for(lambda: rt.vectors_loading() is None, what="the warm to end")
+        assert rt.state is State.DRAINING and rt.health()["status"] == "draining"
+
+
 def test_a_write_while_the_model_loads_is_acknowledged_and_embedded_once_it_is_ready(
         tmp_path: Path) -> None:
     embedder = SlowToWarm()

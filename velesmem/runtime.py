@@ -203,6 +203,7 @@ class Runtime:
         self._threads: list[threading.Thread] = []
         self._closed = False
         self._close_lock = threading.Lock()
+        self._state_lock = threading.Lock()  # a warm that ends after drain() leaves it DRAINING
         self.spawner = ThreadSpawner()  # every thread of the process: ours, and the store's
         self.executor = self.spawner.pool(worker_threads(), "velesmem-work")
         self.search_pool = self.spawner.pool(SEARCH_THREADS, "velesmem-search")
@@ -335,7 +336,9 @@ class Runtime:
                     return
                 self._sweep_once()
                 self.error = None
-                self.state = State.READY
+                with self._state_lock:
+                    if self.state is State.WARMING:
+                        self.state = State.READY
                 self._ready.set()
                 log.info("ready: %s", self.store.location)
                 break
@@ -457,8 +460,9 @@ class Runtime:
 
     def drain(self) -> None:
         """Refuse new work from now on (the daemon finishes in-flight calls, then closes)."""
-        if self.state is not State.CLOSED:
-            self.state = State.DRAINING
+        with self._state_lock:
+            if self.state is not State.CLOSED:
+                self.state = State.DRAINING
 
     def close(self) -> None:
         """Stop every worker, finish pending writes, close the store (idempotent)."""
@@ -466,7 +470,8 @@ class Runtime:
             if self._closed:
                 return
             self._closed = True
-        self.state = State.DRAINING
+        with self._state_lock:
+            self.state = State.DRAINING
         self._stop.set()
         self._served.set()
         self.autograph.stop()

@@ -86,7 +86,6 @@ _SYSTEM_RE = re.compile(
     + "|".join(sorted(SYSTEM_NOUNS, key=len, reverse=True)) + r")\b")
 
 
-
 Trie = dict[str, "Trie"]  # a letter → the tree of what may follow it; "" marks a word's end
 
 

@@ -66,29 +66,27 @@ class SearchPart(StorePart):
         index = self.index
         if (index is not None and index.keeps_exact_rows
                 and index.source is self.vector_source(space)):
-            # the index keeps this space's exact vectors by row in a file: read the facts'
-            # liveness and confidence alone, and the vectors from there (a pread each, where
-            # the join below seeks a second B-tree per fact)
+            # the index keeps this space's exact vectors by row in a file: the facts' liveness
+            # and confidence alone from SQLite, the vectors from there (a pread each, where the
+            # join below seeks a second B-tree per fact)
             confidence = self.confidences(keys, now)
-            ids, vectors = index.exact_vectors(np.fromiter(confidence, np.int64,
-                                                           len(confidence)))
-            products = np.einsum("ij,j->i", vectors, np.asarray(query, np.float32))
-            cosine = dict(zip(ids.tolist(), products.tolist()))
-            return {i: (cosine.get(i, 0.0), c) for i, c in confidence.items()}
-        # one statement: the fact's liveness and confidence, and its exact stored vector
-        sql = (f"SELECT f.id, f.confidence, v.vector FROM facts f LEFT JOIN space_vectors v "
-               f"ON v.space = {int(space.id)} AND v.id = f.id "
-               f"WHERE f.id IN ({{}}) AND f.kind IS NULL AND {LIVE}")
-        rows = in_query(self.reader(), sql, list(keys), (now,))
-        with_vector = [r for r in rows if r[2] is not None]
-        products = np.zeros(0, np.float32)
-        if with_vector:
-            matrix = np.frombuffer(b"".join(r[2] for r in with_vector), dtype=np.float32)
-            # einsum: each row's product alone (a BLAS product's rounding depends on its batch)
-            products = np.einsum("ij,j->i", matrix.reshape(len(with_vector), -1),
-                                 np.asarray(query, np.float32))
-        cosine = dict(zip((r[0] for r in with_vector), products.tolist()))
-        return {int(i): (cosine.get(i, 0.0), float(c)) for i, c, _ in rows}
+            ids, matrix = index.exact_vectors(np.fromiter(confidence, np.int64, len(confidence)))
+            found = ids.tolist()
+        else:
+            # one statement: the fact's liveness and confidence, and its exact stored vector
+            sql = (f"SELECT f.id, f.confidence, v.vector FROM facts f LEFT JOIN space_vectors v "
+                   f"ON v.space = {int(space.id)} AND v.id = f.id "
+                   f"WHERE f.id IN ({{}}) AND f.kind IS NULL AND {LIVE}")
+            rows = in_query(self.reader(), sql, list(keys), (now,))
+            confidence = {int(i): float(c) for i, c, _ in rows}
+            with_vector = [r for r in rows if r[2] is not None]
+            found = [int(r[0]) for r in with_vector]
+            matrix = np.frombuffer(b"".join(r[2] for r in with_vector), dtype=np.float32
+                                   ).reshape(len(with_vector), space.identity.dimension)
+        # einsum: each row's product alone (a BLAS product's rounding depends on its batch)
+        products = np.einsum("ij,j->i", matrix, np.asarray(query, np.float32))
+        cosine = dict(zip(found, products.tolist()))
+        return {i: (cosine.get(i, 0.0), c) for i, c in confidence.items()}
 
     def vector_top(self, query: np.ndarray, n: int, allowed: np.ndarray | None,
                    now: float) -> list[tuple[int, float, float]]:
